@@ -1,0 +1,1 @@
+//! The conformance runner (filled in by the conformance issue).

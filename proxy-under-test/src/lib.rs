@@ -1,0 +1,1 @@
+//! The reference sidecar proxy (filled in by the proxy issue).

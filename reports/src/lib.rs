@@ -1,0 +1,1 @@
+//! reports (placeholder: filled in by the conformance issue).

@@ -1,0 +1,1 @@
+//! scenarios (placeholder: filled in by the conformance issue).
