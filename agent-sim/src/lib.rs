@@ -2,5 +2,7 @@
 //! endpoints, with fault injection no real agent offers.
 #![forbid(unsafe_code)]
 
+pub mod acl;
 pub mod decode;
 pub mod duration;
+pub mod http;
