@@ -1,4 +1,18 @@
-//! The HTTP API: routing, Consul-style errors, query parsing, response metadata.
+//! The HTTP API: routing, Consul-style errors, query parsing, response metadata, and one module
+//! per endpoint family.
 
+pub mod app;
 pub mod error;
+pub mod meta;
 pub mod query;
+
+mod agent;
+mod catalog;
+mod chain;
+mod config;
+mod connect;
+mod control;
+mod health;
+mod intentions;
+mod serve;
+mod status;

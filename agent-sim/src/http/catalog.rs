@@ -1,0 +1,103 @@
+//! Catalog endpoints: one service's instances (blocking), the service list, and catalog
+//! register/deregister (used to put instances on other nodes).
+
+use std::collections::BTreeMap;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use axum::routing::{get, put};
+use serde_json::Value;
+
+use super::agent::register_error;
+use super::app::{Ctx, methods};
+use super::error::ApiError;
+use super::meta;
+use super::query::QueryOpts;
+use super::serve::{ReadSpec, server_read};
+use crate::acl::{Level, Resource};
+use crate::control::Control;
+use crate::service;
+
+pub(crate) fn routes() -> Router<Control> {
+    Router::new()
+        .route("/v1/catalog/service/{*service}", methods("OPTIONS,GET", get(service_nodes)))
+        .route("/v1/catalog/services", methods("OPTIONS,GET", get(services)))
+        .route("/v1/catalog/register", methods("OPTIONS,PUT", put(register)))
+        .route("/v1/catalog/deregister", methods("OPTIONS,PUT", put(deregister)))
+}
+
+async fn service_nodes(State(c): State<Control>, ctx: Ctx, Path(name): Path<String>) -> Result<Response, ApiError> {
+    let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
+    if opts.filter.is_some() {
+        return Err(ApiError::from_text("agent-sim does not evaluate ?filter expressions"));
+    }
+    let tags = ctx.query.all("tag");
+    let authz = c.authz(&ctx)?;
+    let cache_key = opts.cached.then(|| format!("catalog-service:{name}:{tags:?}"));
+    let spec = ReadSpec { cache_key, suppress_unchanged: false };
+    let a = server_read(&c.store, &opts, spec, |st| {
+        let (index, entries) = st.health_entries(&name, false, false);
+        let items: Vec<Value> = entries
+            .into_iter()
+            .filter(|(node, svc, _)| {
+                tags.iter().all(|t| svc.tags.contains(t))
+                    && authz.allows(Resource::Service, &svc.service, Level::Read)
+                    && authz.allows(Resource::Node, &node.name, Level::Read)
+            })
+            .map(|(node, svc, _)| service::catalog_service_json(node, svc))
+            .collect();
+        Ok((index, Value::Array(items)))
+    })
+    .await?;
+    Ok(meta::json_with(&a.body, ctx.pretty, Some(a.meta), a.cache))
+}
+
+async fn services(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
+    let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
+    let authz = c.authz(&ctx)?;
+    let spec = ReadSpec { cache_key: opts.cached.then(|| "catalog-services".to_owned()), suppress_unchanged: false };
+    let a = server_read(&c.store, &opts, spec, |st| {
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for svc in st.services.values().filter(|s| authz.allows(Resource::Service, &s.service, Level::Read)) {
+            let tags = out.entry(svc.service.clone()).or_default();
+            for t in &svc.tags {
+                if !tags.contains(t) {
+                    tags.push(t.clone());
+                }
+            }
+        }
+        let index = st.service_index.values().copied().max().unwrap_or(st.index);
+        Ok((index, serde_json::to_value(out).unwrap_or_default()))
+    })
+    .await?;
+    Ok(meta::json_with(&a.body, ctx.pretty, Some(a.meta), a.cache))
+}
+
+async fn register(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
+    let reg = service::decode_catalog_register(&body, &c.store.cfg.datacenter).map_err(|e| ApiError::from(register_error(e)))?;
+    let authz = c.authz(&ctx)?;
+    authz.require(Resource::Node, &reg.node.name, Level::Write).map_err(ApiError::from_text)?;
+    if let Some(svc) = &reg.service {
+        authz.require(Resource::Service, &svc.service, Level::Write).map_err(ApiError::from_text)?;
+    }
+    if c.store.servers_down() {
+        return Err(ApiError::no_servers());
+    }
+    c.store.catalog_register(reg);
+    Ok(meta::json(&Value::Bool(true), ctx.pretty))
+}
+
+async fn deregister(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
+    let req = service::decode_catalog_deregister(&body).map_err(|e| ApiError::from(register_error(e)))?;
+    let authz = c.authz(&ctx)?;
+    authz.require(Resource::Node, &req.node, Level::Write).map_err(ApiError::from_text)?;
+    if c.store.servers_down() {
+        return Err(ApiError::no_servers());
+    }
+    let sid = (!req.service_id.is_empty()).then_some(req.service_id.as_str());
+    let cid = (!req.check_id.is_empty()).then_some(req.check_id.as_str());
+    c.store.catalog_deregister(&req.node, sid, cid)?;
+    Ok(meta::json(&Value::Bool(true), ctx.pretty))
+}

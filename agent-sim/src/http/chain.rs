@@ -1,0 +1,86 @@
+//! `GET|POST /v1/discovery-chain/:service`: the compiled chain for a service, with POST
+//! overrides, blocking on the config entries with wakeup suppression.
+
+use std::collections::BTreeMap;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use axum::routing::get;
+use serde_json::Value;
+
+use super::app::{Ctx, methods};
+use super::error::ApiError;
+use super::meta;
+use super::query::QueryOpts;
+use super::serve::{ReadSpec, server_read};
+use crate::acl::{Level, Resource};
+use crate::chain::{self, ChainEntries, ChainError, ChainRequest};
+use crate::config_entry::{ConfigEntries, ConfigEntry, Kind};
+use crate::control::Control;
+
+pub(crate) fn routes() -> Router<Control> {
+    Router::new()
+        .route("/v1/discovery-chain/", methods("OPTIONS,GET,POST", get(missing).post(missing)))
+        .route("/v1/discovery-chain/{*service}", methods("OPTIONS,GET,POST", get(get_chain).post(post_chain)))
+}
+
+async fn missing() -> ApiError {
+    ApiError::bad_request("Missing chain name")
+}
+
+fn chain_error(e: ChainError) -> ApiError {
+    ApiError::new(axum::http::StatusCode::from_u16(e.status()).unwrap_or_default(), e.to_string())
+}
+
+/// The config entries the compiler reads, in their read shape.
+pub(crate) fn chain_entries(config: &ConfigEntries) -> ChainEntries {
+    let by_name = |kind: Kind| -> BTreeMap<String, Value> {
+        config.list(kind).into_iter().map(|e| (e.name().to_owned(), e.to_json())).collect()
+    };
+    ChainEntries {
+        service_defaults: by_name(Kind::ServiceDefaults),
+        proxy_defaults: config.get(Kind::ProxyDefaults, "global").map(ConfigEntry::to_json),
+        resolvers: by_name(Kind::ServiceResolver),
+        splitters: by_name(Kind::ServiceSplitter),
+        routers: by_name(Kind::ServiceRouter),
+    }
+}
+
+async fn get_chain(State(c): State<Control>, ctx: Ctx, Path(service): Path<String>) -> Result<Response, ApiError> {
+    serve(c, ctx, service, None).await
+}
+
+async fn post_chain(State(c): State<Control>, ctx: Ctx, Path(service): Path<String>, body: Bytes) -> Result<Response, ApiError> {
+    let overrides = if body.iter().all(u8::is_ascii_whitespace) { None } else { Some(body) };
+    serve(c, ctx, service, overrides).await
+}
+
+async fn serve(c: Control, ctx: Ctx, service: String, body: Option<Bytes>) -> Result<Response, ApiError> {
+    let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
+    let mut req = ChainRequest {
+        service: service.clone(),
+        datacenter: ctx.query.non_empty("compile-dc").unwrap_or(&c.store.cfg.datacenter).to_owned(),
+        trust_domain: c.trust_domain(),
+        override_protocol: None,
+        override_connect_timeout: None,
+        override_mesh_gateway_mode: None,
+        virtual_ips: None,
+    };
+    if let Some(body) = &body {
+        req = req.with_overrides(chain::decode_overrides(body).map_err(chain_error)?);
+    }
+    let authz = c.authz(&ctx)?;
+    authz.require(Resource::Service, &service, Level::Read).map_err(ApiError::from_text)?;
+    let cache_key = opts.cached.then(|| format!("chain:{service}:{:?}", body.as_deref()));
+    let spec = ReadSpec { cache_key, suppress_unchanged: true };
+    let a = server_read(&c.store, &opts, spec, |st| {
+        let compiled = chain::compile(&chain_entries(&st.config), &req).map_err(chain_error)?;
+        let body = serde_json::to_value(&compiled).map_err(|e| ApiError::from_text(e.to_string()))?;
+        Ok((st.config.max_index(), body))
+    })
+    .await?;
+    let m = a.meta.with_consistency(opts.stale, opts.consistent);
+    Ok(meta::json_with(&a.body, ctx.pretty, Some(m), a.cache))
+}

@@ -1,0 +1,197 @@
+//! The control API under `/_sim/` (a prefix that cannot collide with Consul's `/v1/`): faults,
+//! CA rotation, index reset, restart, check status, tokens, test identities, the request log.
+//! Bodies are JSON; errors are plain text like the rest of the agent.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::app::Ctx;
+use super::error::ApiError;
+use crate::ca::Forgery;
+use crate::control::Control;
+use crate::duration::GoDuration;
+use crate::faults::Fault;
+use crate::store::CheckUpdate;
+
+pub(crate) fn routes() -> Router<Control> {
+    Router::new()
+        .route("/faults", get(list_faults).put(add_fault).delete(clear_faults))
+        .route("/faults/{id}", delete(remove_fault))
+        .route("/index-reset", post(index_reset))
+        .route("/restart", post(restart))
+        .route("/ca/rotate", post(rotate))
+        .route("/ca/leaf-ttl", put(leaf_ttl))
+        .route("/ca/roots", get(roots))
+        .route("/identity/{service}", post(identity))
+        .route("/forge", post(forge))
+        .route("/checks", put(set_check))
+        .route("/tokens", post(create_token))
+        .route("/log", get(log).delete(clear_log))
+        .fallback(|| async { ApiError::not_found("unknown control endpoint; see the README's control API section") })
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, ApiError> {
+    let body = if body.iter().all(u8::is_ascii_whitespace) { &b"{}"[..] } else { body };
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid control request: {e}")))
+}
+
+fn duration(text: Option<&str>) -> Result<Option<Duration>, ApiError> {
+    text.map(|t| GoDuration::parse(t).map(GoDuration::to_std).map_err(|e| ApiError::bad_request(e.to_string())))
+        .transpose()
+}
+
+fn rejected(e: crate::SimError) -> ApiError {
+    match e {
+        crate::SimError::Rejected { status, message } => {
+            ApiError::new(axum::http::StatusCode::from_u16(status).unwrap_or_default(), message)
+        }
+        other => ApiError::from_text(other.to_string()),
+    }
+}
+
+async fn list_faults(State(c): State<Control>) -> Response {
+    Json(c.faults()).into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AddFault {
+    #[serde(flatten)]
+    fault: Fault,
+    /// Undo automatically after this long (Go duration).
+    #[serde(rename = "For", default)]
+    for_: Option<String>,
+}
+
+async fn add_fault(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
+    let req: AddFault = parse(&body)?;
+    let id = match duration(req.for_.as_deref())? {
+        Some(d) => c.inject_for(req.fault, d),
+        None => c.inject(req.fault).keep(),
+    };
+    Ok(Json(json!({ "ID": id })).into_response())
+}
+
+async fn remove_fault(State(c): State<Control>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id: u64 = id.parse().map_err(|_| ApiError::bad_request(format!("fault id {id:?} is not a number")))?;
+    if c.remove_fault(id) { Ok(Json(true).into_response()) } else { Err(ApiError::not_found(format!("no active fault {id}"))) }
+}
+
+async fn clear_faults(State(c): State<Control>) -> Response {
+    c.clear_faults();
+    Json(true).into_response()
+}
+
+async fn index_reset(State(c): State<Control>) -> Response {
+    c.reset_indexes();
+    Json(true).into_response()
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Restart {
+    #[serde(rename = "DownFor", default)]
+    down_for: Option<String>,
+}
+
+async fn restart(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
+    let req: Restart = parse(&body)?;
+    let down_for = duration(req.down_for.as_deref())?.unwrap_or(Duration::from_millis(500));
+    c.restart(down_for).await;
+    Ok(Json(true).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Rotate {
+    #[serde(rename = "CrossSign", default = "yes")]
+    cross_sign: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+async fn rotate(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
+    let req: Rotate = parse(&body)?;
+    c.rotate_ca(req.cross_sign).map_err(rejected)?;
+    Ok(Json(true).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LeafTtl {
+    #[serde(rename = "LeafCertTTL")]
+    ttl: String,
+}
+
+async fn leaf_ttl(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
+    let req: LeafTtl = parse(&body)?;
+    let ttl = duration(Some(&req.ttl))?.unwrap_or_default();
+    if ttl.is_zero() {
+        return Err(ApiError::bad_request("LeafCertTTL must be positive"));
+    }
+    c.set_leaf_ttl(ttl);
+    Ok(Json(true).into_response())
+}
+
+async fn roots(State(c): State<Control>) -> Response {
+    Json(json!({ "TrustDomain": c.trust_domain(), "RootPEMs": c.root_pems() })).into_response()
+}
+
+fn identity_json(id: &crate::ca::ClientIdentity) -> Value {
+    json!({ "URI": id.uri, "CertChainPEM": id.cert_chain_pem, "PrivateKeyPEM": id.private_key_pem })
+}
+
+async fn identity(State(c): State<Control>, Path(service): Path<String>) -> Result<Response, ApiError> {
+    let id = c.issue_identity(&service).map_err(rejected)?;
+    Ok(Json(identity_json(&id)).into_response())
+}
+
+async fn forge(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
+    let what: Forgery = parse(&body)?;
+    let id = c.forge(&what).map_err(rejected)?;
+    Ok(Json(identity_json(&id)).into_response())
+}
+
+async fn set_check(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
+    let update: CheckUpdate = parse(&body)?;
+    c.set_check(update).map_err(rejected)?;
+    Ok(Json(true).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewToken {
+    #[serde(rename = "Rules")]
+    rules: String,
+    #[serde(rename = "Description", default)]
+    description: String,
+}
+
+async fn create_token(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
+    let req: NewToken = parse(&body)?;
+    let token = c.create_token(&req.rules, &req.description).map_err(rejected)?;
+    Ok(Json(token).into_response())
+}
+
+async fn log(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
+    let since = match ctx.query.non_empty("since") {
+        Some(s) => s.parse().map_err(|_| ApiError::bad_request("since must be a sequence number"))?,
+        None => 0,
+    };
+    Ok(Json(json!({ "Dropped": c.log.dropped(), "Entries": c.log.since(since) })).into_response())
+}
+
+async fn clear_log(State(c): State<Control>) -> Response {
+    c.log.clear();
+    Json(true).into_response()
+}

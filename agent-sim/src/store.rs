@@ -1,0 +1,220 @@
+//! The state store: one lock over all tables (catalog, config entries, CA, tokens, the agent's
+//! leaf cache), one raft-like index, and a change counter every blocking query waits on.
+//! It also models the agent's view of its servers: while they are unreachable, reads that the
+//! agent would answer from its cache come from a snapshot frozen at the moment contact was lost.
+
+mod catalog;
+mod leaf;
+mod reset;
+
+pub use catalog::CheckUpdate;
+pub(crate) use leaf::LeafAnswer;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use time::OffsetDateTime;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::acl::Tokens;
+use crate::ca::{Ca, CaConfig, Leaf};
+use crate::config::SimConfig;
+use crate::config_entry::ConfigEntries;
+use crate::service::{HealthCheck, Node, NodeService};
+use crate::SimError;
+
+/// Key of a service instance or check: (node name, ID).
+pub(crate) type NodeKey = (String, String);
+
+/// Everything the simulated agent and its servers know.
+#[derive(Debug, Clone)]
+pub(crate) struct State {
+    /// The raft index: the index of the latest write.
+    pub(crate) index: u64,
+    pub(crate) ca: Ca,
+    /// Index of the CA configuration.
+    pub(crate) ca_config_index: u64,
+    pub(crate) config: ConfigEntries,
+    pub(crate) nodes: BTreeMap<String, Node>,
+    pub(crate) services: BTreeMap<NodeKey, NodeService>,
+    pub(crate) checks: BTreeMap<NodeKey, HealthCheck>,
+    /// Per service name: index of the last change to its instances or their checks (also
+    /// deregistration), as the health and catalog endpoints report it.
+    pub(crate) service_index: HashMap<String, u64>,
+    /// When each TTL check was last updated (for expiry).
+    pub(crate) ttl_touched: HashMap<NodeKey, OffsetDateTime>,
+    pub(crate) tokens: Tokens,
+    /// The agent's leaf cache, by service name.
+    pub(crate) leaves: BTreeMap<String, LeafEntry>,
+}
+
+/// A cached leaf and when the agent will replace it.
+#[derive(Debug, Clone)]
+pub(crate) struct LeafEntry {
+    pub(crate) leaf: Leaf,
+    /// Renewal point: a random moment in [60%, 90%] of the lifetime.
+    pub(crate) renew_at: OffsetDateTime,
+    /// After a root rotation: when the agent re-issues (rotation + jitter).
+    pub(crate) rotate_at: Option<OffsetDateTime>,
+}
+
+impl State {
+    /// Allocates the next raft index.
+    pub(crate) fn next_index(&mut self) -> u64 {
+        self.index += 1;
+        self.index
+    }
+}
+
+/// The shared store.
+#[derive(Debug)]
+pub struct Store {
+    pub(crate) cfg: SimConfig,
+    state: RwLock<State>,
+    changes: watch::Sender<u64>,
+    /// Bumped when every blocked query must return at once (index reset, servers lost).
+    abandon: watch::Sender<u64>,
+    frozen: RwLock<Option<Frozen>>,
+    cache_seen: Mutex<HashSet<String>>,
+    rng: Mutex<StdRng>,
+}
+
+#[derive(Debug, Clone)]
+struct Frozen {
+    state: Arc<State>,
+    since: Instant,
+}
+
+/// Which copy of the servers' data a read sees.
+#[derive(Debug, Clone)]
+pub(crate) enum View {
+    /// Servers reachable: live data. `hit` tells whether the agent cache had this key before.
+    Live { hit: bool },
+    /// Servers unreachable, served from the agent cache.
+    Cached { state: Arc<State>, age_secs: u64 },
+}
+
+impl Store {
+    /// A fresh store with a bootstrapped CA.
+    pub fn new(cfg: SimConfig) -> Result<Arc<Self>, SimError> {
+        let mut rng = match cfg.seed {
+            Some(s) => StdRng::seed_from_u64(s),
+            None => StdRng::from_os_rng(),
+        };
+        let cluster_id = cfg.cluster_id.clone().unwrap_or_else(|| uuid::Builder::from_random_bytes(rng.random()).into_uuid().to_string());
+        let now = OffsetDateTime::now_utc();
+        let mut index = 1;
+        let node = catalog::agent_node(&cfg, &mut rng, index);
+        index += 1;
+        let ca_cfg = CaConfig {
+            cluster_id,
+            datacenter: cfg.datacenter.clone(),
+            leaf_ttl: cfg.leaf_ttl,
+            ..CaConfig::default()
+        };
+        let ca = Ca::new(ca_cfg, now, index).map_err(SimError::Ca)?;
+        let state = State {
+            index,
+            ca,
+            ca_config_index: index,
+            config: ConfigEntries::default(),
+            nodes: BTreeMap::from([(node.name.clone(), node)]),
+            services: BTreeMap::new(),
+            checks: BTreeMap::from([(
+                (cfg.node_name.clone(), "serfHealth".to_owned()),
+                catalog::serf_health(&cfg.node_name, 1),
+            )]),
+            service_index: HashMap::new(),
+            ttl_touched: HashMap::new(),
+            tokens: Tokens::new(&cfg.acl),
+            leaves: BTreeMap::new(),
+        };
+        Ok(Arc::new(Self {
+            cfg,
+            state: RwLock::new(state),
+            changes: watch::channel(0).0,
+            abandon: watch::channel(0).0,
+            frozen: RwLock::new(None),
+            cache_seen: Mutex::new(HashSet::new()),
+            rng: Mutex::new(rng),
+        }))
+    }
+
+    /// Reads the live state.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        f(&self.state.read())
+    }
+
+    /// Changes the live state and wakes every blocked query. The closure allocates indexes with
+    /// [`State::next_index`] for what it writes.
+    pub(crate) fn write<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let out = f(&mut self.state.write());
+        self.changes.send_modify(|c| *c += 1);
+        out
+    }
+
+    /// Subscribes to the change counter.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Subscribes to the abandon counter.
+    pub(crate) fn subscribe_abandon(&self) -> watch::Receiver<u64> {
+        self.abandon.subscribe()
+    }
+
+    /// Makes every blocked query return now.
+    pub(crate) fn abandon_all(&self) {
+        self.abandon.send_modify(|c| *c += 1);
+        self.changes.send_modify(|c| *c += 1);
+    }
+
+    /// Runs `f` with the store's random generator.
+    pub(crate) fn with_rng<R>(&self, f: impl FnOnce(&mut StdRng) -> R) -> R {
+        f(&mut self.rng.lock())
+    }
+
+    /// The agent lost its servers: freeze what its cache holds.
+    pub(crate) fn servers_lost(&self) {
+        let snapshot = Arc::new(self.state.read().clone());
+        *self.frozen.write() = Some(Frozen { state: snapshot, since: Instant::now() });
+        self.abandon_all();
+    }
+
+    /// The servers are back.
+    pub(crate) fn servers_back(&self) {
+        *self.frozen.write() = None;
+        self.abandon_all();
+    }
+
+    /// Whether the servers are unreachable.
+    pub(crate) fn servers_down(&self) -> bool {
+        self.frozen.read().is_some()
+    }
+
+    /// Which data a server-backed read under agent-cache key `key` sees: `cached` says whether
+    /// the agent would answer it from its cache. `Err` = the request fails (no servers).
+    pub(crate) fn view(&self, key: &str, cached: bool) -> Result<View, ()> {
+        let frozen = self.frozen.read().clone();
+        match frozen {
+            None => {
+                let hit = if cached { !self.cache_seen.lock().insert(key.to_owned()) } else { false };
+                Ok(View::Live { hit })
+            }
+            Some(f) if cached && self.cache_seen.lock().contains(key) => {
+                Ok(View::Cached { state: f.state, age_secs: f.since.elapsed().as_secs() })
+            }
+            Some(_) => Err(()),
+        }
+    }
+
+    /// Forgets the agent cache (agent restart).
+    pub(crate) fn clear_agent_cache(&self) {
+        self.cache_seen.lock().clear();
+        self.write(|st| st.leaves.clear());
+    }
+}

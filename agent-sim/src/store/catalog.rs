@@ -1,0 +1,336 @@
+//! Catalog and agent-local state: registering and deregistering services and checks (locally
+//! or on any node), check status updates, and the health queries built on them, with the
+//! per-service indexes Consul reports.
+
+use std::collections::BTreeMap;
+
+use rand::Rng;
+use serde::Deserialize;
+use time::OffsetDateTime;
+
+use super::{NodeKey, State, Store};
+use crate::acl::{self, Authorizer, Level, Resource};
+use crate::config::SimConfig;
+use crate::http::error::ApiError;
+use crate::service::{
+    self, CatalogRegistration, HealthCheck, Node, NodeService, RegisterContext, RegisterError,
+    Registration, ServiceDefinition,
+};
+
+/// A status change for one check (control API and the agent's check endpoints).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "PascalCase")]
+pub struct CheckUpdate {
+    /// The node; the agent's own node when absent.
+    #[serde(default)]
+    pub node: Option<String>,
+    /// The check ID.
+    #[serde(rename = "CheckID")]
+    pub check_id: String,
+    /// `passing`, `warning` or `critical`.
+    pub status: String,
+    /// New output; kept when absent.
+    #[serde(default)]
+    pub output: Option<String>,
+}
+
+/// The agent's own node, with the `serfHealth` check every agent node has.
+pub(super) fn agent_node(cfg: &SimConfig, rng: &mut impl Rng, index: u64) -> Node {
+    let addr = cfg.node_address.clone();
+    let tagged = ["lan", "lan_ipv4", "wan", "wan_ipv4"].map(|k| (k.to_owned(), addr.clone()));
+    Node {
+        id: uuid::Builder::from_random_bytes(rng.random()).into_uuid().to_string(),
+        name: cfg.node_name.clone(),
+        address: addr,
+        datacenter: cfg.datacenter.clone(),
+        tagged_addresses: BTreeMap::from(tagged),
+        meta: BTreeMap::from([
+            ("consul-network-segment".to_owned(), String::new()),
+            ("consul-version".to_owned(), cfg.version.clone()),
+        ]),
+        create_index: index,
+        modify_index: index,
+    }
+}
+
+/// The `serfHealth` check of a node.
+pub(super) fn serf_health(node: &str, index: u64) -> HealthCheck {
+    HealthCheck {
+        node: node.to_owned(),
+        check_id: "serfHealth".into(),
+        name: "Serf Health Status".into(),
+        status: service::HEALTH_PASSING.into(),
+        output: "Agent alive and reachable".into(),
+        create_index: index,
+        modify_index: index,
+        ..HealthCheck::default()
+    }
+}
+
+fn register_error(e: RegisterError) -> ApiError {
+    ApiError::new(axum::http::StatusCode::from_u16(e.status()).unwrap_or_default(), e.to_string())
+}
+
+impl State {
+    /// The agent's node name.
+    pub(crate) fn local_node(&self, cfg: &SimConfig) -> String {
+        cfg.node_name.clone()
+    }
+
+    /// Services registered on node `node`.
+    pub(crate) fn services_on(&self, node: &str) -> Vec<&NodeService> {
+        self.services.iter().filter(|((n, _), _)| n == node).map(|(_, s)| s).collect()
+    }
+
+    /// Checks of one service instance plus its node's node-level checks.
+    pub(crate) fn checks_for(&self, node: &str, service_id: &str) -> Vec<&HealthCheck> {
+        self.checks
+            .iter()
+            .filter(|((n, _), c)| n == node && (c.service_id.is_empty() || c.service_id == service_id))
+            .map(|(_, c)| c)
+            .collect()
+    }
+
+    /// Health entries for `service`: connect-capable instances (sidecars for it and connect-native
+    /// instances) when `connect`, else instances named `service`. Returns the index to report.
+    pub(crate) fn health_entries(
+        &self,
+        service: &str,
+        connect: bool,
+        passing_only: bool,
+    ) -> (u64, Vec<(&Node, &NodeService, Vec<&HealthCheck>)>) {
+        let mut index = self.service_index.get(service).copied().unwrap_or(0);
+        let mut out = Vec::new();
+        for ((node, _), svc) in &self.services {
+            let matches = if connect {
+                (svc.kind == service::ServiceKind::ConnectProxy && svc.proxy.destination_service_name == service)
+                    || (svc.service == service && svc.connect.native)
+            } else {
+                svc.service == service
+            };
+            if !matches {
+                continue;
+            }
+            index = index.max(self.service_index.get(&svc.service).copied().unwrap_or(0));
+            let Some(n) = self.nodes.get(node) else { continue };
+            let checks = self.checks_for(node, &svc.id);
+            if passing_only && !service::is_passing(&checks) {
+                continue;
+            }
+            out.push((n, svc, checks));
+        }
+        (index, out)
+    }
+
+    fn bump_service(&mut self, name: &str, index: u64) {
+        self.service_index.insert(name.to_owned(), index);
+    }
+
+    fn put_service(&mut self, node: &str, mut svc: NodeService, index: u64) {
+        let key = (node.to_owned(), svc.id.clone());
+        if let Some(old) = self.services.get(&key) {
+            if old.is_same(&svc) {
+                return;
+            }
+            svc.create_index = old.create_index;
+            let old_name = old.service.clone();
+            if old_name != svc.service {
+                self.bump_service(&old_name, index);
+            }
+        } else {
+            svc.create_index = index;
+        }
+        svc.modify_index = index;
+        self.bump_service(&svc.service.clone(), index);
+        self.services.insert(key, svc);
+    }
+
+    fn put_check(&mut self, mut check: HealthCheck, index: u64) {
+        let key = (check.node.clone(), check.check_id.clone());
+        if let Some(old) = self.checks.get(&key) {
+            if old.is_same(&check) {
+                return;
+            }
+            check.create_index = old.create_index;
+        } else {
+            check.create_index = index;
+        }
+        check.modify_index = index;
+        if check.ttl.is_some() {
+            self.ttl_touched.insert(key.clone(), OffsetDateTime::now_utc());
+        }
+        if !check.service_name.is_empty() {
+            self.bump_service(&check.service_name.clone(), index);
+        }
+        self.checks.insert(key, check);
+    }
+
+    fn remove_service(&mut self, key: &NodeKey, index: u64) -> Option<NodeService> {
+        let svc = self.services.remove(key)?;
+        self.checks.retain(|(n, _), c| !(n == &key.0 && c.service_id == key.1));
+        let checks = &self.checks;
+        self.ttl_touched.retain(|k, _| checks.contains_key(k));
+        self.bump_service(&svc.service, index);
+        Some(svc)
+    }
+
+    fn apply_registration(&mut self, node: &str, reg: Registration, replace_checks: bool, index: u64) {
+        for svc in &reg.services {
+            if replace_checks {
+                let keep: Vec<&str> = reg.checks.iter().filter(|c| c.service_id == svc.id).map(|c| c.check_id.as_str()).collect();
+                self.checks.retain(|(n, id), c| !(n == node && c.service_id == svc.id && !keep.contains(&id.as_str())));
+            }
+        }
+        for svc in reg.services {
+            self.put_service(node, svc, index);
+        }
+        for check in reg.checks {
+            self.put_check(check, index);
+        }
+    }
+}
+
+impl Store {
+    /// Registers with the local agent; `authz` (when given) must grant what the registration
+    /// needs (sidecar permissions checked with the sidecar's own token when it has one).
+    pub(crate) fn register_local_with(
+        &self,
+        def: ServiceDefinition,
+        replace_checks: bool,
+        authz: Option<&Authorizer>,
+    ) -> Result<(), ApiError> {
+        let node = self.cfg.node_name.clone();
+        self.write(|st| {
+            let existing: Vec<NodeService> = st.services_on(&node).into_iter().cloned().collect();
+            let existing_checks: Vec<HealthCheck> =
+                st.checks.iter().filter(|((n, _), _)| *n == node).map(|(_, c)| c.clone()).collect();
+            let index = st.next_index();
+            let ctx = RegisterContext { existing_checks: &existing_checks, ..RegisterContext::new(&node, &existing, index) };
+            let reg = service::expand_registration(def, &ctx).map_err(register_error)?;
+            if let Some(authz) = authz {
+                for need in &reg.acl {
+                    let who = match &need.token {
+                        Some(secret) => acl::resolve(&self.cfg.acl, &st.tokens, Some(secret))
+                            .map_err(|e| ApiError::from_text(e.to_string()))?,
+                        None => authz.clone(),
+                    };
+                    who.require(Resource::Service, &need.service, Level::Write).map_err(ApiError::from_text)?;
+                }
+            }
+            st.apply_registration(&node, reg, replace_checks, index);
+            Ok(())
+        })
+    }
+
+    /// Registers with the local agent without ACL checks (control handle).
+    pub(crate) fn register_local(&self, def: ServiceDefinition) -> Result<(), ApiError> {
+        self.register_local_with(def, false, None)
+    }
+
+    /// Deregisters a local service and the sidecar registered with it; Consul's 404 otherwise.
+    pub(crate) fn deregister_local_with(&self, id: &str, authz: Option<&Authorizer>) -> Result<(), ApiError> {
+        let node = self.cfg.node_name.clone();
+        self.write(|st| {
+            let key = (node.clone(), id.to_owned());
+            let Some(svc) = st.services.get(&key) else {
+                return Err(ApiError::not_found(format!(
+                    "Unknown service ID {id:?}. Ensure that the service ID is passed, not the service name."
+                )));
+            };
+            if let Some(a) = authz {
+                a.require(Resource::Service, &svc.service, Level::Write).map_err(ApiError::from_text)?;
+            }
+            let index = st.next_index();
+            st.remove_service(&key, index);
+            let sidecars: Vec<NodeKey> = st
+                .services
+                .iter()
+                .filter(|((n, _), s)| *n == node && s.locally_registered_as_sidecar && s.proxy.destination_service_id == id)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in sidecars {
+                st.remove_service(&k, index);
+            }
+            Ok(())
+        })
+    }
+
+    /// Deregisters without ACL checks (control handle).
+    pub(crate) fn deregister_local(&self, id: &str) -> Result<(), ApiError> {
+        self.deregister_local_with(id, None)
+    }
+
+    /// Applies a catalog registration (node, service, checks) on any node.
+    pub(crate) fn catalog_register(&self, reg: CatalogRegistration) {
+        self.write(|st| {
+            let index = st.next_index();
+            let name = reg.node.name.clone();
+            let node_changed = st.nodes.get(&name).is_none_or(|old| {
+                !reg.skip_node_update && (old.address != reg.node.address || old.meta != reg.node.meta || old.tagged_addresses != reg.node.tagged_addresses)
+            });
+            if node_changed {
+                let mut node = reg.node;
+                node.create_index = st.nodes.get(&name).map_or(index, |o| o.create_index);
+                node.modify_index = index;
+                st.nodes.insert(name.clone(), node);
+            }
+            if let Some(svc) = reg.service {
+                st.put_service(&name, svc, index);
+            }
+            for check in reg.checks {
+                st.put_check(check, index);
+            }
+        });
+    }
+
+    /// Removes a node (no service/check given), one service, or one check from the catalog.
+    pub(crate) fn catalog_deregister(&self, node: &str, service_id: Option<&str>, check_id: Option<&str>) -> Result<(), ApiError> {
+        self.write(|st| {
+            let index = st.next_index();
+            match (service_id, check_id) {
+                (Some(id), _) => {
+                    st.remove_service(&(node.to_owned(), id.to_owned()), index);
+                }
+                (None, Some(cid)) => {
+                    if let Some(c) = st.checks.remove(&(node.to_owned(), cid.to_owned())) {
+                        st.bump_service(&c.service_name, index);
+                    }
+                }
+                (None, None) => {
+                    let keys: Vec<NodeKey> = st.services.keys().filter(|(n, _)| n == node).cloned().collect();
+                    for k in keys {
+                        st.remove_service(&k, index);
+                    }
+                    st.checks.retain(|(n, _), _| n != node);
+                    st.nodes.remove(node);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Sets a check's status (and output). Consul's texts for unknown checks and bad statuses.
+    pub(crate) fn update_check(&self, u: CheckUpdate) -> Result<(), ApiError> {
+        if !service::valid_status(&u.status) {
+            return Err(ApiError::bad_request(format!("Invalid check status: {:?}", u.status)));
+        }
+        let node = u.node.clone().unwrap_or_else(|| self.cfg.node_name.clone());
+        self.write(|st| {
+            let key = (node.clone(), u.check_id.clone());
+            let Some(old) = st.checks.get(&key).cloned() else {
+                return Err(ApiError::not_found(format!("Unknown check ID {:?}. Ensure that the check ID is passed, not the check name.", u.check_id)));
+            };
+            if old.ttl.is_some() {
+                st.ttl_touched.insert(key, OffsetDateTime::now_utc());
+            }
+            let mut check = old;
+            check.status = u.status;
+            if let Some(out) = u.output {
+                check.output = out;
+            }
+            let index = st.next_index();
+            st.put_check(check, index);
+            Ok(())
+        })
+    }
+}
