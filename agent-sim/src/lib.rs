@@ -2,5 +2,6 @@
 //! endpoints, with fault injection no real agent offers.
 #![forbid(unsafe_code)]
 
+pub mod chain;
 pub mod decode;
 pub mod duration;
