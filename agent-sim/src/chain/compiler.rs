@@ -52,7 +52,7 @@ pub(crate) struct Compiler<'e> {
 }
 
 /// A `ConfigEntryGraphError`, as the server reports it after `ServiceDiscoveryChain` wraps it.
-pub(crate) fn graph_error(message: String) -> ChainError {
+pub(crate) fn graph_error(message: &str) -> ChainError {
     ChainError::Internal(format!("failed to compile discovery chain: {message}"))
 }
 
@@ -115,7 +115,7 @@ impl<'e> Compiler<'e> {
         self.loaded_targets.retain(|id, _| retained.contains(id));
 
         if !is_http_like(&self.protocol) && self.uses_advanced_routing {
-            return Err(graph_error(format!(
+            return Err(graph_error(&format!(
                 "discovery chain {} uses a protocol {} that does not permit advanced routing or splitting behavior",
                 go_quote(&self.service),
                 go_quote(&self.protocol)
@@ -216,7 +216,7 @@ impl<'e> Compiler<'e> {
         if self.protocol.is_empty() {
             self.protocol = protocol;
         } else if self.protocol != protocol {
-            return Err(graph_error(format!(
+            return Err(graph_error(&format!(
                 "discovery chain {} uses inconsistent protocols; service {} has {} which is not {}",
                 go_quote(&self.service),
                 go_quote(service),
@@ -390,7 +390,7 @@ impl<'e> Compiler<'e> {
             }
             visit_chain.push(current.clone());
             if !visited.insert(current.clone()) {
-                return Err(graph_error(format!(
+                return Err(graph_error(&format!(
                     "detected circular reference: [{}]",
                     visit_chain.join(" -> ")
                 )));

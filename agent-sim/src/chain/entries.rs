@@ -270,22 +270,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn proxy(config: Value) -> ProxyDefaults {
+    fn proxy(config: &Value) -> ProxyDefaults {
         serde_json::from_value(json!({ "Kind": "proxy-defaults", "Config": config })).unwrap()
     }
 
     #[test]
     fn proxy_protocol_is_weakly_decoded() {
-        assert_eq!(proxy(json!({"protocol": "HTTP"})).protocol(), "HTTP");
-        assert_eq!(proxy(json!({"Protocol": "grpc"})).protocol(), "grpc");
+        assert_eq!(proxy(&json!({"protocol": "HTTP"})).protocol(), "HTTP");
+        assert_eq!(proxy(&json!({"Protocol": "grpc"})).protocol(), "grpc");
         assert_eq!(
-            proxy(json!({"protocol": "http", "PROTOCOL": "tcp"})).protocol(),
+            proxy(&json!({"protocol": "http", "PROTOCOL": "tcp"})).protocol(),
             "http"
         );
-        assert_eq!(proxy(json!({"protocol": true})).protocol(), "1");
-        assert_eq!(proxy(json!({"protocol": 2})).protocol(), "2");
-        assert_eq!(proxy(json!({"protocol": ["http"]})).protocol(), "");
-        assert_eq!(proxy(json!({})).protocol(), "");
+        assert_eq!(proxy(&json!({"protocol": true})).protocol(), "1");
+        assert_eq!(proxy(&json!({"protocol": 2})).protocol(), "2");
+        assert_eq!(proxy(&json!({"protocol": ["http"]})).protocol(), "");
+        assert_eq!(proxy(&json!({})).protocol(), "");
     }
 
     #[test]

@@ -215,14 +215,14 @@ impl Serialize for GoValue {
                 keys.sort();
                 let mut m = s.serialize_map(Some(keys.len()))?;
                 for k in keys {
-                    m.serialize_entry(k, &GoValue(map[k].clone()))?;
+                    m.serialize_entry(k, &Self(map[k].clone()))?;
                 }
                 m.end()
             }
             Value::Array(items) => {
                 let mut seq = s.serialize_seq(Some(items.len()))?;
                 for item in items {
-                    seq.serialize_element(&GoValue(item.clone()))?;
+                    seq.serialize_element(&Self(item.clone()))?;
                 }
                 seq.end()
             }

@@ -25,7 +25,7 @@ const PROTOCOL: (&str, &str) = ("OverrideProtocol", "override_protocol");
 const TIMEOUT: (&str, &str) = ("OverrideConnectTimeout", "override_connect_timeout");
 const MESH_GATEWAY: (&str, &str) = ("OverrideMeshGateway", "override_mesh_gateway");
 
-fn bad(reason: String) -> ChainError {
+fn bad(reason: &str) -> ChainError {
     ChainError::BadRequest(format!("Request decoding failed: {reason}"))
 }
 
@@ -35,7 +35,7 @@ pub fn decode_overrides(body: &[u8]) -> Result<ChainOverrides, ChainError> {
         Value::Null => return Ok(ChainOverrides::default()),
         Value::Object(map) => map,
         other => {
-            return Err(bad(format!(
+            return Err(bad(&format!(
                 "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
                 json_kind(&other)
             )));
@@ -80,7 +80,7 @@ pub fn decode_overrides(body: &[u8]) -> Result<ChainOverrides, ChainError> {
     if !errors.is_empty() {
         let mut points: Vec<String> = errors.iter().map(|e| format!("* {e}")).collect();
         points.sort();
-        return Err(bad(format!(
+        return Err(bad(&format!(
             "{} error(s) decoding:\n\n{}",
             errors.len(),
             points.join("\n")
@@ -89,12 +89,12 @@ pub fn decode_overrides(body: &[u8]) -> Result<ChainOverrides, ChainError> {
     out.protocol = out.protocol.filter(|p| !p.is_empty());
     out.connect_timeout = out.connect_timeout.filter(|d| d.0 != 0);
     out.mesh_gateway_mode = out.mesh_gateway_mode.filter(|m| !m.is_empty());
-    if let Some(mode) = &out.mesh_gateway_mode {
-        if !matches!(mode.as_str(), "none" | "local" | "remote") {
-            return Err(ChainError::BadRequest(
-                "Invalid OverrideMeshGateway.Mode parameter".to_owned(),
-            ));
-        }
+    if let Some(mode) = &out.mesh_gateway_mode
+        && !matches!(mode.as_str(), "none" | "local" | "remote")
+    {
+        return Err(ChainError::BadRequest(
+            "Invalid OverrideMeshGateway.Mode parameter".to_owned(),
+        ));
     }
     Ok(out)
 }
@@ -104,8 +104,8 @@ fn first_json_value(body: &[u8]) -> Result<Value, ChainError> {
     let mut stream = serde_json::Deserializer::from_slice(body).into_iter::<Value>();
     match stream.next() {
         Some(Ok(value)) => Ok(value),
-        None => Err(bad("EOF".to_owned())),
-        Some(Err(e)) => Err(bad(match parse_json(body) {
+        None => Err(bad("EOF")),
+        Some(Err(e)) => Err(bad(&match parse_json(body) {
             Err(go) => go.0,
             Ok(_) => e.to_string(),
         })),

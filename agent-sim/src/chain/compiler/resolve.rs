@@ -40,7 +40,7 @@ impl Compiler<'_> {
             let resolver = self.entries.resolver(&service)?.unwrap_or_default();
             order.push(target_id.clone());
             if !history.insert(target_id.clone()) {
-                return Err(graph_error(format!(
+                return Err(graph_error(&format!(
                     "detected circular resolver redirect: [{}]",
                     order.join(" -> ")
                 )));
@@ -74,7 +74,7 @@ impl Compiler<'_> {
                 continue;
             }
             if !resolver.subset_exists(&subset) {
-                return Err(graph_error(format!(
+                return Err(graph_error(&format!(
                     "service {} does not have a subset named {}",
                     go_quote(&service),
                     go_quote(&subset)
@@ -161,7 +161,7 @@ impl Compiler<'_> {
                 None
             };
             if let Some(what) = refused {
-                return Err(graph_error(format!(
+                return Err(graph_error(&format!(
                     "service {} has an external SNI set; cannot define {what} for external services",
                     go_quote(&service)
                 )));
@@ -210,7 +210,7 @@ impl Compiler<'_> {
     ) -> Result<Option<DiscoveryFailover>, ChainError> {
         let service = self.target(target_id)?.service.clone();
         let sameness_missing = || {
-            graph_error(format!(
+            graph_error(&format!(
                 "sameness group missing for service {}",
                 go_quote(&service)
             ))
