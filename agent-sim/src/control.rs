@@ -218,14 +218,20 @@ impl Control {
 
     /// Creates an ACL token from Consul policy rules (HCL or JSON); returns it.
     pub fn create_token(&self, rules: &str, description: &str) -> Result<Token, SimError> {
+        self.create_token_with(None, rules, description)
+    }
+
+    /// Creates an ACL token with a chosen secret (random when `None`).
+    pub fn create_token_with(&self, secret: Option<String>, rules: &str, description: &str) -> Result<Token, SimError> {
         let rules = Rules::parse(rules).map_err(|e| SimError::Rejected { status: 400, message: e.to_string() })?;
-        let token = self.store.with_rng(|r| Token {
-            accessor_id: uuid::Builder::from_random_bytes(rand::Rng::random(r)).into_uuid().to_string(),
-            secret_id: uuid::Builder::from_random_bytes(rand::Rng::random(r)).into_uuid().to_string(),
+        let mut uuid = || self.store.with_rng(|r| uuid::Builder::from_random_bytes(rand::Rng::random(r)).into_uuid().to_string());
+        let token = Token {
+            accessor_id: uuid(),
+            secret_id: secret.unwrap_or_else(&mut uuid),
             description: description.to_owned(),
             rules,
             management: false,
-        });
+        };
         self.store.write(|st| st.tokens.insert(token.clone()));
         Ok(token)
     }

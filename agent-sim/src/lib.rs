@@ -20,6 +20,7 @@ pub mod duration;
 pub mod faults;
 pub mod http;
 pub mod intention;
+pub mod preload;
 pub mod request_log;
 pub mod service;
 pub mod spiffe;

@@ -1,1 +1,160 @@
-fn main() {}
+//! `agent-sim`: serve a simulated Consul agent on 127.0.0.1:8500 (by default) until Ctrl-C.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agent_sim::acl::{AclConfig, DefaultPolicy};
+use agent_sim::config::{IntentionDefault, SimConfig};
+use agent_sim::duration::GoDuration;
+use agent_sim::{AgentSim, preload};
+use anyhow::Context;
+use clap::{Parser, ValueEnum};
+
+/// A wire-faithful simulated Consul agent (Connect endpoints) with fault injection.
+///
+/// Faults and state changes are driven through the control API under `/_sim/` (see README).
+#[derive(Debug, Parser)]
+#[command(name = "agent-sim", version)]
+struct Cli {
+    /// Address to serve the agent HTTP API on.
+    #[arg(long, default_value = "127.0.0.1:8500", value_name = "ADDR")]
+    listen: SocketAddr,
+    /// Also serve the control API on this separate address (reachable while the agent is down).
+    #[arg(long, value_name = "ADDR")]
+    control_listen: Option<SocketAddr>,
+    /// Datacenter name.
+    #[arg(long, default_value = "dc1")]
+    datacenter: String,
+    /// The agent's node name.
+    #[arg(long, default_value = "agent-sim")]
+    node_name: String,
+    /// Cluster ID (the trust domain is `<id>.consul`); random when absent.
+    #[arg(long)]
+    cluster_id: Option<String>,
+    /// Enable ACLs.
+    #[arg(long)]
+    acl: bool,
+    /// `acl.default_policy` (with --acl).
+    #[arg(long, value_enum, default_value_t = Policy::Allow)]
+    default_policy: Policy,
+    /// SecretID of the management token (with --acl); a random one is printed when absent.
+    #[arg(long, value_name = "SECRET")]
+    management_token: Option<String>,
+    /// `default_intention_policy`; unset follows the ACL default.
+    #[arg(long, value_enum)]
+    default_intention_policy: Option<Policy>,
+    /// Leaf certificate TTL as a Go duration (`72h`, `30s`).
+    #[arg(long, default_value = "72h", value_parser = go_duration)]
+    leaf_ttl: Duration,
+    /// Max random delay before blocked leaf queries see a leaf from a rotated CA.
+    #[arg(long, default_value = "30s", value_parser = go_duration)]
+    ca_change_jitter: Duration,
+    /// Preload file(s) of services, catalog entries, config entries and tokens (JSON or HCL).
+    #[arg(long, value_name = "FILE")]
+    preload: Vec<PathBuf>,
+    /// Seed for the sim's random choices.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Do not run TCP/TTL/alias health checks.
+    #[arg(long)]
+    no_checks: bool,
+    /// Log filter (tracing `EnvFilter` syntax); `RUST_LOG` wins when set.
+    #[arg(long, default_value = "info")]
+    log_level: String,
+    /// Log as JSON lines.
+    #[arg(long)]
+    log_json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Policy {
+    Allow,
+    Deny,
+}
+
+fn go_duration(s: &str) -> Result<Duration, String> {
+    let d = GoDuration::parse(s).map_err(|e| e.to_string())?;
+    if d.0 <= 0 {
+        return Err("must be positive".into());
+    }
+    Ok(d.to_std())
+}
+
+fn init_tracing(level: &str, json: bool) {
+    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::prelude::*;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let reg = tracing_subscriber::registry().with(filter);
+    if json {
+        reg.with(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr)).init();
+    } else {
+        reg.with(tracing_subscriber::fmt::layer().with_target(false).with_writer(std::io::stderr)).init();
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_tracing(&cli.log_level, cli.log_json);
+    let management_token = cli.acl.then(|| cli.management_token.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()));
+    let cfg = SimConfig {
+        bind: cli.listen,
+        control_bind: cli.control_listen,
+        datacenter: cli.datacenter,
+        node_name: cli.node_name,
+        cluster_id: cli.cluster_id,
+        acl: AclConfig {
+            enabled: cli.acl,
+            default_policy: match cli.default_policy {
+                Policy::Allow => DefaultPolicy::Allow,
+                Policy::Deny => DefaultPolicy::Deny,
+            },
+            management_token: management_token.clone(),
+            default_token: None,
+        },
+        default_intention_policy: cli.default_intention_policy.map(|p| match p {
+            Policy::Allow => IntentionDefault::Allow,
+            Policy::Deny => IntentionDefault::Deny,
+        }),
+        leaf_ttl: cli.leaf_ttl,
+        ca_change_jitter: cli.ca_change_jitter,
+        seed: cli.seed,
+        run_checks: !cli.no_checks,
+        ..SimConfig::default()
+    };
+    let sim = AgentSim::builder().config(cfg).start().await.context("starting agent-sim")?;
+    for path in &cli.preload {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        preload::apply(sim.control(), &path.display().to_string(), &text)?;
+    }
+    println!("agent-sim listening on http://{}", sim.addr());
+    if let Some(c) = sim.control_addr() {
+        println!("control API on http://{c}/_sim/");
+    }
+    println!("trust domain {}", sim.control().trust_domain());
+    if let Some(t) = &management_token {
+        println!("management token {t}");
+    }
+    println!("export CONSUL_HTTP_ADDR={}", sim.http_addr());
+    shutdown_signal().await;
+    sim.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return ctrl_c.await.unwrap_or_default(),
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    ctrl_c.await.unwrap_or_default();
+}

@@ -1,0 +1,13 @@
+//! Integration tests of the simulated agent's HTTP API: wire shapes (snapshots), blocking
+//! queries, faults, ACLs, rotation and bad input.
+
+mod api {
+    pub(crate) mod support;
+
+    mod acl;
+    mod bad_input;
+    mod blocking;
+    mod endpoints;
+    mod faults;
+    mod rotation;
+}
