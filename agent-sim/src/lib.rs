@@ -2,5 +2,6 @@
 //! endpoints, with fault injection no real agent offers.
 #![forbid(unsafe_code)]
 
+pub mod ca;
 pub mod decode;
 pub mod duration;
