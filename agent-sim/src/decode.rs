@@ -41,7 +41,10 @@ pub fn parse_json(body: &[u8]) -> Result<Value, DecodeError> {
 }
 
 /// Rewrites keys to canonical spelling, then deserializes, translating errors to Go's texts.
-pub fn decode_value<T: DeserializeOwned>(value: Value, schema: &KeySchema) -> Result<T, DecodeError> {
+pub fn decode_value<T: DeserializeOwned>(
+    value: Value,
+    schema: &KeySchema,
+) -> Result<T, DecodeError> {
     let value = normalize_keys(value, schema);
     serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
         let path = e.path().to_string();
@@ -53,7 +56,12 @@ pub fn decode_value<T: DeserializeOwned>(value: Value, schema: &KeySchema) -> Re
 pub fn normalize_keys(value: Value, schema: &KeySchema) -> Value {
     match value {
         Value::Object(map) => Value::Object(normalize_object(map, schema)),
-        Value::Array(items) => Value::Array(items.into_iter().map(|v| normalize_keys(v, schema)).collect()),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|v| normalize_keys(v, schema))
+                .collect(),
+        ),
         other => other,
     }
 }
@@ -66,9 +74,11 @@ fn normalize_object(map: Map<String, Value>, schema: &KeySchema) -> Map<String, 
         let value = match canon {
             Some(c) if schema.opaque.contains(&c) => value,
             Some(c) if schema.keyed.contains(&c) => match value {
-                Value::Object(m) => {
-                    Value::Object(m.into_iter().map(|(k, v)| (k, normalize_keys(v, schema))).collect())
-                }
+                Value::Object(m) => Value::Object(
+                    m.into_iter()
+                        .map(|(k, v)| (k, normalize_keys(v, schema)))
+                        .collect(),
+                ),
                 other => other,
             },
             _ => normalize_keys(value, schema),
@@ -89,7 +99,10 @@ pub fn canonical_name(key: &str, canonical: &[&'static str]) -> Option<&'static 
 }
 
 fn fold(s: &str) -> String {
-    s.chars().filter(|c| *c != '_').flat_map(char::to_lowercase).collect()
+    s.chars()
+        .filter(|c| *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 fn go_syntax_error(body: &[u8], e: &serde_json::Error) -> String {
@@ -128,7 +141,9 @@ fn go_data_error(path: &str, serde_msg: &str) -> String {
             other => other,
         };
         let go_type = go_type_name(expected);
-        return format!("json: cannot unmarshal {go_got} into Go struct field {path} of type {go_type}");
+        return format!(
+            "json: cannot unmarshal {go_got} into Go struct field {path} of type {go_type}"
+        );
     }
     if let Some(rest) = serde_msg.strip_prefix("invalid value: ") {
         return format!("json: cannot unmarshal {rest} into Go struct field {path}");
@@ -170,13 +185,18 @@ mod tests {
         #[serde(rename = "DestinationServiceName", default)]
         dest: String,
         #[serde(rename = "Meta", default)]
-        meta: serde_json::Map<String, Value>,
+        meta: Map<String, Value>,
         #[serde(rename = "Upstreams", default)]
         ups: Vec<Inner>,
     }
 
     const SCHEMA: KeySchema = KeySchema {
-        canonical: &["DestinationServiceName", "Meta", "Upstreams", "LocalBindPort"],
+        canonical: &[
+            "DestinationServiceName",
+            "Meta",
+            "Upstreams",
+            "LocalBindPort",
+        ],
         opaque: &["Meta"],
         keyed: &[],
     };
@@ -186,7 +206,10 @@ mod tests {
         let body = br#"{"destination_service_name":"db","meta":{"some_Key":"v"},"UPSTREAMS":[{"localbindport":9}]}"#;
         let got: Outer = decode_body(body, &SCHEMA).unwrap();
         assert_eq!(got.dest, "db");
-        assert!(got.meta.contains_key("some_Key"), "opaque map keys are kept verbatim");
+        assert!(
+            got.meta.contains_key("some_Key"),
+            "opaque map keys are kept verbatim"
+        );
         assert_eq!(got.ups[0].local_bind_port, 9);
     }
 
@@ -196,11 +219,24 @@ mod tests {
         assert_eq!(unknown.0, r#"json: unknown field "Foo""#);
         assert_eq!(decode_body::<Outer>(b"", &SCHEMA).unwrap_err().0, "EOF");
         assert_eq!(decode_body::<Outer>(b"  \n", &SCHEMA).unwrap_err().0, "EOF");
-        assert_eq!(decode_body::<Outer>(b"{\"a\":", &SCHEMA).unwrap_err().0, "unexpected EOF");
+        assert_eq!(
+            decode_body::<Outer>(b"{\"a\":", &SCHEMA).unwrap_err().0,
+            "unexpected EOF"
+        );
         let syntax = decode_body::<Outer>(b"xyz", &SCHEMA).unwrap_err();
-        assert_eq!(syntax.0, "invalid character 'x' looking for beginning of value");
-        let wrong = decode_body::<Outer>(br#"{"Upstreams":[{"LocalBindPort":"x"}]}"#, &SCHEMA).unwrap_err();
-        assert!(wrong.0.starts_with("json: cannot unmarshal string into Go struct field"), "{}", wrong.0);
+        assert_eq!(
+            syntax.0,
+            "invalid character 'x' looking for beginning of value"
+        );
+        let wrong =
+            decode_body::<Outer>(br#"{"Upstreams":[{"LocalBindPort":"x"}]}"#, &SCHEMA).unwrap_err();
+        assert!(
+            wrong
+                .0
+                .starts_with("json: cannot unmarshal string into Go struct field"),
+            "{}",
+            wrong.0
+        );
         assert!(wrong.0.contains("LocalBindPort"), "{}", wrong.0);
     }
 }

@@ -166,7 +166,17 @@ mod tests {
 
     #[test]
     fn rejects_what_go_rejects() {
-        for bad in ["", "10", "s", "1x", "abc", "1.s.", "-", "1h-1m", "99999999999999h"] {
+        for bad in [
+            "",
+            "10",
+            "s",
+            "1x",
+            "abc",
+            "1.s.",
+            "-",
+            "1h-1m",
+            "99999999999999h",
+        ] {
             assert!(GoDuration::parse(bad).is_err(), "{bad:?} should fail");
         }
     }

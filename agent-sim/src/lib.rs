@@ -2,6 +2,8 @@
 //! endpoints, with fault injection no real agent offers.
 #![forbid(unsafe_code)]
 
+pub mod acl;
 pub mod ca;
 pub mod decode;
 pub mod duration;
+pub mod http;
