@@ -1,0 +1,302 @@
+//! The CA configuration table: TTLs and key settings, the `GET /v1/connect/ca/configuration` body,
+//! and `PUT` (`Ca::apply_config`) with Consul's decoding, validation and rotation rules.
+//!
+//! When a PUT rotates (mirrors the consul provider, whose identity is the hash of `PrivateKey`,
+//! `RootCert`, `PrivateKeyType`, `PrivateKeyBits`):
+//! - the key identity differs from the current one: a new or different `PrivateKey` (the root is
+//!   then generated from that key), or dropping a previously given one (fresh key);
+//!   `PrivateKeyType`/`PrivateKeyBits` can only be `ec`/`256` here, so they never rotate;
+//! - the simulator-only key `"RotateRoot": true` (weakly typed like the rest) rotates on every
+//!   PUT that carries it and is not stored, so the same body can rotate again; real Consul
+//!   ignores the key (it is not part of the provider's identity);
+//! - otherwise only the stored config (and with it the TTLs) changes, and a PUT whose Config is
+//!   identical to the stored one changes nothing at all (Consul's no-op check).
+//!
+//! Cross-signing happens unless `ForceWithoutCrossSigning` is set; if the current config has
+//! `DisableCrossSigning` (Consul's test-only switch) a rotation without `ForceWithoutCrossSigning`
+//! fails with Consul's error.
+//!
+//! Deviations from Consul, all deliberate: `LeafCertTTL` may be as short as 1s (Consul: 1h) so
+//! the harness can watch renewals; `RootCertTTL` must be at least 1s; only EC P-256 CA keys are
+//! supported; an imported `RootCert` is refused (a `PrivateKey` alone works).
+
+use std::time::Duration;
+
+use rand::Rng;
+use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
+
+use super::config_decode::{ProviderConfig, decode_request};
+use super::{Ca, CaConfig, CaError};
+use crate::duration::GoDuration;
+
+/// The shortest leaf TTL the simulator accepts (Consul: 1h).
+pub(crate) const MIN_LEAF_TTL: Duration = Duration::from_secs(1);
+/// Consul's `MaxLeafCertTTL` (365 days).
+const MAX_LEAF_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
+/// Consul's `3 * IntermediateCertRenewInterval`.
+const MIN_INTERMEDIATE_TTL: Duration = Duration::from_secs(3 * 3600);
+/// The sim-only config key that forces a rotation.
+const ROTATE_ROOT_KEY: &str = "RotateRoot";
+
+/// What a successful `apply_config` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfigOutcome {
+    /// A new root became active (the roots table changed at the given index).
+    pub rotated: bool,
+    /// The config table changed at the given index (false for Consul's no-op PUT).
+    pub changed: bool,
+}
+
+/// The consul provider's key identity: a change means a new root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KeyIdentity {
+    pub(crate) private_key: String,
+    pub(crate) root_cert: String,
+    pub(crate) key_type: String,
+    pub(crate) key_bits: i64,
+}
+
+/// The stored CA configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) leaf_ttl: Duration,
+    pub(crate) root_ttl: Duration,
+    pub(crate) intermediate_ttl: Duration,
+    pub(crate) identity: KeyIdentity,
+    pub(crate) disable_cross_signing: bool,
+    pub(crate) force_without_cross_signing: bool,
+    /// The `Config` map as last set; `GET` echoes it (Consul stores the map it was given).
+    pub(crate) raw: Map<String, Value>,
+    pub(crate) create_index: u64,
+    pub(crate) modify_index: u64,
+}
+
+impl Settings {
+    /// The bootstrap config. Consul seeds the three TTLs; the key settings are listed too, as
+    /// the provider reports them.
+    pub(crate) fn initial(cfg: &CaConfig, index: u64) -> Self {
+        let mut raw = Map::new();
+        raw.insert(
+            "IntermediateCertTTL".into(),
+            json!(compact_duration(cfg.intermediate_ttl)),
+        );
+        raw.insert("LeafCertTTL".into(), json!(compact_duration(cfg.leaf_ttl)));
+        raw.insert("PrivateKeyBits".into(), json!(256));
+        raw.insert("PrivateKeyType".into(), json!("ec"));
+        raw.insert("RootCertTTL".into(), json!(compact_duration(cfg.root_ttl)));
+        Self {
+            leaf_ttl: cfg.leaf_ttl,
+            root_ttl: cfg.root_ttl,
+            intermediate_ttl: cfg.intermediate_ttl,
+            identity: KeyIdentity {
+                private_key: String::new(),
+                root_cert: String::new(),
+                key_type: "ec".into(),
+                key_bits: 256,
+            },
+            disable_cross_signing: false,
+            force_without_cross_signing: false,
+            raw,
+            create_index: index,
+            modify_index: index,
+        }
+    }
+
+    /// Sets the leaf TTL (clamped to at least 1s) and the `LeafCertTTL` the config reports.
+    pub(crate) fn set_leaf_ttl(&mut self, ttl: Duration) {
+        self.leaf_ttl = ttl.max(MIN_LEAF_TTL);
+        self.raw
+            .insert("LeafCertTTL".into(), json!(compact_duration(self.leaf_ttl)));
+    }
+}
+
+/// A duration as an operator would write it: `72h`, `90m`, `30s`, else Go's `String()`.
+pub(crate) fn compact_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    if d.subsec_nanos() != 0 || secs == 0 {
+        return GoDuration::from_std(d).to_string();
+    }
+    if secs.is_multiple_of(3600) {
+        format!("{}h", secs / 3600)
+    } else if secs.is_multiple_of(60) {
+        format!("{}m", secs / 60)
+    } else {
+        format!("{secs}s")
+    }
+}
+
+// === impl Ca ===
+
+impl Ca {
+    /// The `GET /v1/connect/ca/configuration` body:
+    /// `{"Provider","Config","State","ForceWithoutCrossSigning","CreateIndex","ModifyIndex"}`.
+    /// `ClusterID` is `json:"-"`. `Config` keys come out sorted (Go marshals maps sorted) and a
+    /// set `PrivateKey` reads `"hidden"`, as Consul's `fixupConfig` does.
+    pub fn config_json(&self) -> Value {
+        let mut keys: Vec<&String> = self.settings.raw.keys().collect();
+        keys.sort();
+        let mut config = Map::new();
+        for key in keys {
+            let value = &self.settings.raw[key.as_str()];
+            let shown = match value {
+                Value::String(s) if key.as_str() == "PrivateKey" && !s.is_empty() => {
+                    json!("hidden")
+                }
+                other => other.clone(),
+            };
+            config.insert(key.clone(), shown);
+        }
+        json!({
+            "Provider": "consul",
+            "Config": config,
+            "State": null,
+            "ForceWithoutCrossSigning": self.settings.force_without_cross_signing,
+            "CreateIndex": self.settings.create_index,
+            "ModifyIndex": self.settings.modify_index,
+        })
+    }
+
+    /// `PUT /v1/connect/ca/configuration` with body
+    /// `{"Provider":"consul","Config":{..},"ForceWithoutCrossSigning":bool}`. See the module docs
+    /// for when it rotates. Nothing changes when it fails. `CaError::Decode` maps to HTTP 400,
+    /// every other error to 500 with the error's text (see `CaError::http_status`).
+    pub fn apply_config(
+        &mut self,
+        body: &Value,
+        now: OffsetDateTime,
+        index: u64,
+        rng: &mut impl Rng,
+    ) -> Result<ConfigOutcome, CaError> {
+        let request = decode_request(body)?;
+        if request.state_given {
+            return Err(CaError::StateReadOnly);
+        }
+        let mut config = request.config;
+        let rotate_requested = match config.remove(ROTATE_ROOT_KEY) {
+            Some(v) => super::config_decode::weak_bool(ROTATE_ROOT_KEY, &v)
+                .map_err(|e| CaError::InvalidConfig(decoding_error(vec![e])))?,
+            None => false,
+        };
+        if request.provider == "consul" && !rotate_requested && config == self.settings.raw {
+            return Ok(ConfigOutcome {
+                rotated: false,
+                changed: false,
+            });
+        }
+        match request.provider.as_str() {
+            "consul" => {}
+            "vault" | "aws-pca" => return Err(CaError::UnsupportedProvider(request.provider)),
+            _ => return Err(CaError::UnknownProvider(request.provider)),
+        }
+        let parsed = ProviderConfig::decode(&config)
+            .map_err(|errors| CaError::InvalidConfig(decoding_error(errors)))?;
+        validate(&parsed)?;
+        let identity = KeyIdentity {
+            private_key: parsed.private_key.clone(),
+            root_cert: parsed.root_cert.clone(),
+            key_type: parsed.key_type.clone(),
+            key_bits: parsed.key_bits,
+        };
+        let rotate = rotate_requested || identity != self.settings.identity;
+        if rotate {
+            let cross_sign = if request.force_without_cross_signing {
+                false
+            } else if self.settings.disable_cross_signing {
+                return Err(CaError::CrossSigningUnsupported);
+            } else {
+                true
+            };
+            let key = if parsed.private_key.is_empty() {
+                super::keys::generate()?
+            } else {
+                super::keys::import_pem(&parsed.private_key)?
+            };
+            self.rotate_to(key, parsed.root_ttl, cross_sign, now, index, rng)?;
+        }
+        let settings = &mut self.settings;
+        settings.leaf_ttl = parsed.leaf_ttl;
+        settings.root_ttl = parsed.root_ttl;
+        settings.intermediate_ttl = parsed.intermediate_ttl;
+        settings.identity = identity;
+        settings.disable_cross_signing = parsed.disable_cross_signing;
+        settings.force_without_cross_signing = request.force_without_cross_signing;
+        settings.raw = config;
+        settings.modify_index = index;
+        Ok(ConfigOutcome {
+            rotated: rotate,
+            changed: true,
+        })
+    }
+}
+
+/// mapstructure's multi-error text, wrapped as `ParseConsulCAConfig` wraps it.
+fn decoding_error(mut errors: Vec<String>) -> String {
+    errors.sort();
+    let points: Vec<String> = errors.iter().map(|e| format!("* {e}")).collect();
+    format!(
+        "error decoding config: {} error(s) decoding:\n\n{}",
+        errors.len(),
+        points.join("\n")
+    )
+}
+
+/// `ParseConsulCAConfig` + `CommonCAProviderConfig.Validate`, in Consul's order, plus the
+/// simulator's own limits (which `SkipValidate` does not lift).
+fn validate(cfg: &ProviderConfig) -> Result<(), CaError> {
+    let invalid = |msg: String| Err(CaError::InvalidConfig(msg));
+    if cfg.private_key.is_empty() && !cfg.root_cert.is_empty() {
+        return invalid("must provide a private key when providing a root cert".into());
+    }
+    if !cfg.skip_validate {
+        if cfg.leaf_ttl < MIN_LEAF_TTL {
+            return invalid(format!(
+                "leaf cert TTL must be greater or equal than {}",
+                GoDuration::from_std(MIN_LEAF_TTL)
+            ));
+        }
+        if cfg.leaf_ttl > MAX_LEAF_TTL {
+            return invalid(format!(
+                "leaf cert TTL must be less than {}",
+                GoDuration::from_std(MAX_LEAF_TTL)
+            ));
+        }
+        if cfg.intermediate_ttl < MIN_INTERMEDIATE_TTL {
+            return invalid("Intermediate Cert TTL must be greater or equal than 3h".into());
+        }
+        let three_leaves = cfg.leaf_ttl.saturating_mul(3);
+        if cfg.intermediate_ttl < three_leaves {
+            return invalid(format!(
+                "Intermediate Cert TTL must be greater or equal than 3 * LeafCertTTL (>={}).",
+                GoDuration::from_std(three_leaves)
+            ));
+        }
+        match (cfg.key_type.as_str(), cfg.key_bits) {
+            ("ec", 224 | 256 | 384 | 521) | ("rsa", 2048 | 4096) => {}
+            ("ec", _) => {
+                return invalid("EC key length must be one of (224, 256, 384, 521) bits".into());
+            }
+            ("rsa", _) => return invalid("RSA key length must be 2048 or 4096 bits".into()),
+            _ => return invalid("private key type must be either 'ec' or 'rsa'".into()),
+        }
+    }
+    if (cfg.key_type.as_str(), cfg.key_bits) != ("ec", 256) {
+        return Err(CaError::UnsupportedKey(format!(
+            "PrivateKeyType {:?} with PrivateKeyBits {}",
+            cfg.key_type, cfg.key_bits
+        )));
+    }
+    if cfg.leaf_ttl < MIN_LEAF_TTL {
+        return invalid(format!(
+            "leaf cert TTL must be greater or equal than {}",
+            GoDuration::from_std(MIN_LEAF_TTL)
+        ));
+    }
+    if cfg.root_ttl < Duration::from_secs(1) {
+        return invalid("root cert TTL must be at least 1s".into());
+    }
+    if !cfg.root_cert.is_empty() {
+        return Err(CaError::RootCertImportUnsupported);
+    }
+    Ok(())
+}

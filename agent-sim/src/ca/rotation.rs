@@ -1,0 +1,110 @@
+//! Root rotation (with or without cross-signing) and pruning of rotated-out roots.
+//!
+//! Roots-table writes follow Consul's state store: every root written in one operation gets
+//! `ModifyIndex` = that operation's index (a new root also gets it as `CreateIndex`), and the
+//! table index moves to it.
+
+use std::time::Duration;
+
+use rand::Rng;
+use rcgen::KeyPair;
+use time::OffsetDateTime;
+
+use super::encoding::{base36_uid, cert_time};
+use super::root::{RootSpec, cross_sign, generate_root};
+use super::{Ca, CaError, keys};
+
+impl Ca {
+    /// Replaces the active root with a freshly generated one (new key, new ID), as a CA config
+    /// change does. With `cross_sign` the old root signs a copy of the new one, which becomes the
+    /// new root's only `IntermediateCerts` entry (valid now − 1 min for 7 days); without it the
+    /// new root's `IntermediateCerts` is null. The old root stays listed, `Active:false`, until
+    /// `prune` drops it. `index` becomes the roots index.
+    pub fn rotate(
+        &mut self,
+        cross_sign: bool,
+        now: OffsetDateTime,
+        index: u64,
+        rng: &mut impl Rng,
+    ) -> Result<(), CaError> {
+        let key = keys::generate()?;
+        let root_ttl = self.settings.root_ttl;
+        self.rotate_to(key, root_ttl, cross_sign, now, index, rng)
+    }
+
+    /// Rotation onto a given key; nothing changes if it fails.
+    pub(crate) fn rotate_to(
+        &mut self,
+        key: KeyPair,
+        root_ttl: Duration,
+        cross: bool,
+        now: OffsetDateTime,
+        index: u64,
+        rng: &mut impl Rng,
+    ) -> Result<(), CaError> {
+        let now = cert_time(now);
+        let old = self.active_root()?;
+        // Two roots with one subject would make path building pick the wrong key, so never
+        // reuse a name still in the table (a caller may hand in a freshly re-seeded rng).
+        let mut uid = base36_uid(rng);
+        for _ in 0..16 {
+            if !self.roots.iter().any(|r| r.uid == uid) {
+                break;
+            }
+            uid = base36_uid(rng);
+        }
+        let serial = self.next_serial;
+        let spec = RootSpec {
+            trust_domain: &self.trust_domain,
+            cluster_id: &self.cluster_id,
+            uid: &uid,
+            serial,
+            now,
+            ttl: root_ttl,
+            index,
+        };
+        let mut root = generate_root(key, &spec)?;
+        let mut used = 1;
+        if cross {
+            let cross_signed = cross_sign(&root, old, serial + 1, now)?;
+            // Consul prepends it, ahead of any intermediates the new provider brings.
+            root.intermediates.insert(0, cross_signed);
+            used += 1;
+        }
+        self.next_serial += used;
+        for r in &mut self.roots {
+            if r.active {
+                r.active = false;
+                r.rotated_out_at = Some(now);
+            }
+            r.modify_index = index;
+        }
+        self.roots.push(root);
+        self.roots_index = index;
+        Ok(())
+    }
+
+    /// Drops roots rotated out more than 2 × leaf TTL before `now` (Consul's leader job, which
+    /// runs hourly; the caller decides when). Returns whether anything was dropped; if so the
+    /// remaining roots and the roots index move to `index`.
+    pub fn prune(&mut self, now: OffsetDateTime, index: u64) -> bool {
+        let now = cert_time(now);
+        let Ok(keep_for) = time::Duration::try_from(self.settings.leaf_ttl.saturating_mul(2))
+        else {
+            return false;
+        };
+        let before = self.roots.len();
+        self.roots.retain(|r| match (r.active, r.rotated_out_at) {
+            (false, Some(out)) => now - out <= keep_for,
+            _ => true,
+        });
+        if self.roots.len() == before {
+            return false;
+        }
+        for r in &mut self.roots {
+            r.modify_index = index;
+        }
+        self.roots_index = index;
+        true
+    }
+}
