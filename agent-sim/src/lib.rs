@@ -2,5 +2,8 @@
 //! endpoints, with fault injection no real agent offers.
 #![forbid(unsafe_code)]
 
+pub mod config_entry;
 pub mod decode;
 pub mod duration;
+pub mod intention;
+pub mod spiffe;
