@@ -1,0 +1,1 @@
+//! Snapshot tests of the config entry read shapes.

@@ -1,0 +1,1 @@
+//! Table tests of decode and validation errors.

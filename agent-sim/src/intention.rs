@@ -1,0 +1,432 @@
+//! Intentions as the intention APIs see them: one per source of each `service-intentions`
+//! entry. Match (`/v1/connect/intentions/match`), check (`/check`), the agent's authorize
+//! decision (`/v1/agent/connect/authorize`), the default policy, and precedence ordering.
+//! Exact CRUD lives in `intention/exact.rs`. Pure and synchronous.
+
+mod exact;
+mod names;
+
+#[cfg(test)]
+mod tests;
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::config_entry::{
+    ConfigEntries, IntentionJwtRequirement, IntentionPermission, ServiceIntentions, go_quote,
+};
+use crate::spiffe::{self, SpiffeId};
+
+pub use exact::{exact_delete, exact_get, exact_put};
+use names::{check_namespace, check_partition, parse_component};
+
+/// One intention in the shape the intention APIs return (reference §4 key order).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Intention {
+    /// Only legacy (UUID) intentions have one; never set by this simulator.
+    #[serde(rename = "ID", skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    #[serde(rename = "Description", skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(rename = "SourceNS")]
+    pub source_ns: String,
+    #[serde(rename = "SourceName")]
+    pub source_name: String,
+    #[serde(rename = "DestinationNS")]
+    pub destination_ns: String,
+    #[serde(rename = "DestinationName")]
+    pub destination_name: String,
+    #[serde(rename = "SourcePartition", skip_serializing_if = "String::is_empty")]
+    pub source_partition: String,
+    #[serde(
+        rename = "DestinationPartition",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub destination_partition: String,
+    #[serde(rename = "SourcePeer", skip_serializing_if = "String::is_empty")]
+    pub source_peer: String,
+    #[serde(
+        rename = "SourceSamenessGroup",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub source_sameness_group: String,
+    #[serde(rename = "SourceType")]
+    pub source_type: String,
+    #[serde(rename = "Action", skip_serializing_if = "String::is_empty")]
+    pub action: String,
+    #[serde(rename = "Permissions", skip_serializing_if = "Vec::is_empty")]
+    pub permissions: Vec<IntentionPermission>,
+    /// The enclosing entry's JWT requirement.
+    #[serde(rename = "JWT", skip_serializing_if = "Option::is_none")]
+    pub jwt: Option<IntentionJwtRequirement>,
+    /// The enclosing entry's `Meta`.
+    #[serde(rename = "Meta", skip_serializing_if = "BTreeMap::is_empty")]
+    pub meta: BTreeMap<String, String>,
+    #[serde(rename = "Precedence")]
+    pub precedence: i64,
+    #[serde(rename = "CreateIndex")]
+    pub create_index: u64,
+    #[serde(rename = "ModifyIndex")]
+    pub modify_index: u64,
+}
+
+impl Intention {
+    fn from_source(entry: &ServiceIntentions, idx: usize) -> Option<Self> {
+        let src = entry.sources.get(idx)?;
+        Some(Self {
+            id: String::new(),
+            description: src.description.clone(),
+            source_ns: "default".into(),
+            source_name: src.name.clone(),
+            destination_ns: "default".into(),
+            destination_name: entry.name.clone(),
+            source_partition: String::new(),
+            destination_partition: String::new(),
+            source_peer: src.peer.clone(),
+            source_sameness_group: src.sameness_group.clone(),
+            source_type: src.source_type.clone(),
+            action: src.action.clone(),
+            permissions: src.permissions.clone(),
+            jwt: entry.jwt.clone(),
+            meta: entry.meta.clone(),
+            precedence: src.precedence,
+            create_index: entry.create_index,
+            modify_index: entry.modify_index,
+        })
+    }
+
+    /// The JSON object the intention endpoints return.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// Precedence (9, 8, 6 or 5 in CE).
+    pub fn precedence(&self) -> u32 {
+        u32::try_from(self.precedence).unwrap_or(0)
+    }
+
+    /// True for an L7 intention (it has `Permissions` instead of an `Action`).
+    pub fn is_l7(&self) -> bool {
+        !self.permissions.is_empty()
+    }
+
+    /// `Intention.String()`: `default/web => default/db (Precedence: 9, Action: ALLOW)`.
+    pub fn describe(&self) -> String {
+        let src_prefix = if !self.source_peer.is_empty() {
+            format!("peer({})/", self.source_peer)
+        } else if !self.source_sameness_group.is_empty() {
+            format!("sameness-group({})/", self.source_sameness_group)
+        } else if !self.source_partition.is_empty() {
+            format!("{}/", self.source_partition)
+        } else {
+            String::new()
+        };
+        let dst_prefix = if self.destination_partition.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", self.destination_partition)
+        };
+        let id = if self.id.is_empty() {
+            String::new()
+        } else {
+            format!("ID: {}, ", self.id)
+        };
+        let detail = if self.is_l7() {
+            format!("Permissions: {}", self.permissions.len())
+        } else {
+            format!("Action: {}", self.action.to_uppercase())
+        };
+        format!(
+            "{src_prefix}{}/{} => {dst_prefix}{}/{} ({id}Precedence: {}, {detail})",
+            self.source_ns,
+            self.source_name,
+            self.destination_ns,
+            self.destination_name,
+            self.precedence
+        )
+    }
+
+    fn matches_destination(&self, name: &str) -> bool {
+        self.destination_name == name || self.destination_name == "*"
+    }
+
+    /// A local (non-peered) source matching `name`.
+    fn matches_source(&self, name: &str) -> bool {
+        self.source_peer.is_empty()
+            && self.source_sameness_group.is_empty()
+            && (self.source_name == name || self.source_name == "*")
+    }
+}
+
+/// Precedence descending, then the lexicographic tie-break tuple of reference §4.
+pub fn sort_intentions(ixns: &mut [Intention]) {
+    ixns.sort_by(|a, b| {
+        let key = |i: &Intention| {
+            (
+                i.source_sameness_group.clone(),
+                i.source_peer.clone(),
+                i.source_partition.clone(),
+                i.source_ns.clone(),
+                i.source_name.clone(),
+                i.destination_partition.clone(),
+                i.destination_ns.clone(),
+                i.destination_name.clone(),
+            )
+        };
+        match b.precedence.cmp(&a.precedence) {
+            Ordering::Equal => key(a).cmp(&key(b)),
+            other => other,
+        }
+    });
+}
+
+/// All intentions derived from the service-intentions entries (one per source), entries by
+/// destination name, sources in stored (precedence) order.
+pub fn all_intentions(entries: &ConfigEntries) -> Vec<Intention> {
+    entries
+        .intentions()
+        .flat_map(|e| (0..e.sources.len()).filter_map(move |i| Intention::from_source(e, i)))
+        .collect()
+}
+
+/// `by` of the match endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchBy {
+    Source,
+    Destination,
+}
+
+/// An intention endpoint error; `Display` is the HTTP body text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IntentionError {
+    /// HTTP 400.
+    #[error("{0}")]
+    BadRequest(String),
+    /// HTTP 500 (most bad input on these endpoints).
+    #[error("{0}")]
+    Internal(String),
+    /// HTTP 404.
+    #[error("{0}")]
+    NotFound(String),
+    /// HTTP 400, strict body decoding.
+    #[error("Request decode failed: {0}")]
+    Decode(String),
+}
+
+/// Parses and validates `by` and every `name` of the match endpoint with Consul's 500 texts.
+/// Returns the service names (the part after the last `/`), in request order, for the ACL
+/// checks; `match_json` takes the raw names.
+pub fn parse_match_query(
+    by: Option<&str>,
+    names: &[String],
+) -> Result<(MatchBy, Vec<String>), IntentionError> {
+    let internal = |s: String| IntentionError::Internal(s);
+    let by = match by {
+        None => return Err(internal("required query parameter 'by' not set".into())),
+        Some("source") => MatchBy::Source,
+        Some("destination") => MatchBy::Destination,
+        Some(_) => {
+            return Err(internal(
+                "'by' parameter must be one of 'source' or 'destination'".into(),
+            ));
+        }
+    };
+    if names.is_empty() {
+        return Err(internal("required query parameter 'name' not set".into()));
+    }
+    let parsed = names
+        .iter()
+        .map(|n| {
+            parse_component(n, false)
+                .map_err(|e| internal(format!("name {} is invalid: {e}", go_quote(n))))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for p in &parsed {
+        check_namespace(&p.namespace).map_err(|e| {
+            internal(format!(
+                "Invalid match entry namespace {}: {e}",
+                go_quote(&p.namespace)
+            ))
+        })?;
+        check_partition(&p.partition).map_err(|e| {
+            internal(format!(
+                "Invalid match entry partition {}: {e}",
+                go_quote(&p.partition)
+            ))
+        })?;
+    }
+    Ok((by, parsed.into_iter().map(|p| p.name).collect()))
+}
+
+/// The sorted intentions matching one service name.
+pub fn matching(entries: &ConfigEntries, by: MatchBy, service: &str) -> Vec<Intention> {
+    let mut out: Vec<Intention> = all_intentions(entries)
+        .into_iter()
+        .filter(|i| match by {
+            MatchBy::Destination => i.matches_destination(service),
+            MatchBy::Source => i.matches_source(service),
+        })
+        .collect();
+    sort_intentions(&mut out);
+    out
+}
+
+/// The match response: `{raw name: [intentions...] | null}` in request order (`null`, not `[]`,
+/// when nothing matches, as Consul's code does).
+pub fn match_json(entries: &ConfigEntries, by: MatchBy, names: &[String]) -> Value {
+    let mut out = Map::new();
+    for raw in names {
+        let service = parse_component(raw, false).map_or_else(|_| raw.clone(), |p| p.name);
+        let found = matching(entries, by, &service);
+        let value = if found.is_empty() {
+            Value::Null
+        } else {
+            Value::Array(found.iter().map(Intention::to_json).collect())
+        };
+        out.insert(raw.clone(), value);
+    }
+    Value::Object(out)
+}
+
+/// An intention action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Allow,
+    Deny,
+}
+
+/// What decides when no intention matches (reference §13).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DefaultPolicy {
+    /// Agent `default_intention_policy`, when set.
+    pub intention_default: Option<Action>,
+    pub acl_enabled: bool,
+    /// `acl.default_policy = "allow"`.
+    pub acl_default_allow: bool,
+}
+
+impl DefaultPolicy {
+    fn decide(&self) -> (bool, &'static str) {
+        match self.intention_default {
+            Some(a) => (a == Action::Allow, "Default intention policy"),
+            None => (
+                !self.acl_enabled || self.acl_default_allow,
+                "Default behavior configured by ACLs",
+            ),
+        }
+    }
+}
+
+/// An authorize decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    pub reason: String,
+}
+
+/// `POST /v1/agent/connect/authorize` after decoding and ACLs: steps 2, 3, 4, 7 and 8 of
+/// reference §3.
+pub fn authorize(
+    entries: &ConfigEntries,
+    target: &str,
+    client_cert_uri: &str,
+    default: &DefaultPolicy,
+) -> Result<Decision, IntentionError> {
+    let bad = |s: &str| IntentionError::BadRequest(s.to_owned());
+    if target.is_empty() {
+        return Err(bad("Target service must be specified"));
+    }
+    let id = spiffe::parse(client_cert_uri)
+        .map_err(|_| bad("ClientCertURI not a valid Connect identifier"))?;
+    let SpiffeId::Service {
+        partition,
+        namespace,
+        service,
+        ..
+    } = id
+    else {
+        return Err(bad("ClientCertURI not a valid Service identifier"));
+    };
+    if partition != "default" {
+        return Err(IntentionError::BadRequest(format!(
+            "Mismatched partitions: {} != \"default\"",
+            go_quote(&partition)
+        )));
+    }
+    let found = matching(entries, MatchBy::Destination, target)
+        .into_iter()
+        .find(|i| i.matches_source(&service) && (i.source_ns == namespace || i.source_ns == "*"));
+    Ok(match found {
+        Some(i) if i.is_l7() => Decision {
+            allowed: false,
+            reason: format!("Matched L7 intention: {}", i.describe()),
+        },
+        Some(i) => Decision {
+            allowed: i.action == "allow",
+            reason: format!("Matched L4 intention: {}", i.describe()),
+        },
+        None => {
+            let (allowed, reason) = default.decide();
+            Decision {
+                allowed,
+                reason: reason.into(),
+            }
+        }
+    })
+}
+
+/// `GET /v1/connect/intentions/check` (L7 intentions count as deny).
+pub fn check(
+    entries: &ConfigEntries,
+    source: &str,
+    destination: &str,
+    source_type: Option<&str>,
+    default: &DefaultPolicy,
+) -> Result<bool, IntentionError> {
+    let internal = IntentionError::Internal;
+    let source_type = source_type.unwrap_or("consul");
+    let src = if source_type == "consul" {
+        parse_component(source, false)
+            .map_err(|e| internal(format!("source {} is invalid: {e}", go_quote(source))))?
+    } else {
+        names::Parsed {
+            name: source.to_owned(),
+            ..names::Parsed::default()
+        }
+    };
+    let dst = parse_component(destination, false).map_err(|e| {
+        internal(format!(
+            "destination {} is invalid: {e}",
+            go_quote(destination)
+        ))
+    })?;
+    check_namespace(&src.namespace).map_err(|e| {
+        internal(format!(
+            "Invalid source namespace {}: {e}",
+            go_quote(&src.namespace)
+        ))
+    })?;
+    check_namespace(&dst.namespace).map_err(|e| {
+        internal(format!(
+            "Invalid destination namespace {}: {e}",
+            go_quote(&dst.namespace)
+        ))
+    })?;
+    if source_type != "consul" {
+        return Err(internal(format!(
+            "unsupported SourceType: {}",
+            go_quote(source_type)
+        )));
+    }
+    let found = matching(entries, MatchBy::Source, &src.name)
+        .into_iter()
+        .find(|i| i.matches_destination(&dst.name));
+    Ok(match found {
+        Some(i) => !i.is_l7() && i.action == "allow",
+        None => default.decide().0,
+    })
+}

@@ -1,0 +1,1 @@
+//! Intention tests.
