@@ -4,3 +4,4 @@
 
 pub mod decode;
 pub mod duration;
+pub mod service;
