@@ -140,6 +140,28 @@ fn catalog_service_items() {
 }
 
 #[test]
+fn health_entry_for_catalog_registration() {
+    let reg = agent_sim::service::decode_catalog_register(
+        br#"{"Node":"ext-1","Address":"10.1.0.9","Datacenter":"dc1",
+            "Service":{"Service":"db","ID":"db-1","Port":5432,"Address":"db.internal",
+                "Connect":{"Native":true},"Meta":{"zone":"b","Version":"2"}},
+            "Checks":[{"Name":"db tcp","ServiceID":"db-1","Status":"passing",
+                "Interval":"5s","Definition":{"TCP":"db.internal:5432","Interval":"5s",
+                "Timeout":"1s","DeregisterCriticalServiceAfter":"90m","TTL":"0s"}},
+              {"CheckID":"db-ttl","Name":"db ttl","ServiceID":"db-1",
+                "Definition":{"TTL":"30s","Header":{"X-B":["2"],"X-A":["1"]}}}]}"#,
+        DC,
+    )
+    .unwrap();
+    let service = reg.service.unwrap();
+    let checks: Vec<&HealthCheck> = reg.checks.iter().collect();
+    insta::assert_json_snapshot!(
+        "health_entry_catalog",
+        health_entry_json(&reg.node, &service, &checks)
+    );
+}
+
+#[test]
 fn register_error_table() {
     let bad = |s: &str| Err::<(), _>(RegisterError::BadRequest(s.into()));
     let cases = [
