@@ -124,7 +124,10 @@ mod tests {
             let neg = cfg.server_timeout(Some(GoDuration::parse("-1s").unwrap()), &mut rng);
             assert!(neg >= Duration::from_secs(300));
         }
-        assert_eq!(cfg.leaf_timeout(Some(GoDuration::parse("2h").unwrap())), Duration::from_secs(7200));
+        assert_eq!(
+            cfg.leaf_timeout(Some(GoDuration::parse("2h").unwrap())),
+            Duration::from_secs(7200)
+        );
         assert_eq!(cfg.leaf_timeout(None), Duration::from_secs(600));
     }
 

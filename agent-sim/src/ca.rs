@@ -314,7 +314,12 @@ impl Ca {
             });
         }
         let uri = service_uri(&self.trust_domain, &self.datacenter, service)?;
-        let not_before = cert_time(now) - time::Duration::minutes(1);
+        // Consul backdates by 1 min; for the sim's short TTLs that would leave a leaf born nearly
+        // expired, so the backdate is capped at a tenth of the TTL in whole seconds (identical to
+        // Consul for TTL >= 10 min).
+        let tenth = i64::try_from(self.settings.leaf_ttl.as_secs() / 10).unwrap_or(60);
+        let backdate = time::Duration::minutes(1).min(time::Duration::seconds(tenth));
+        let not_before = cert_time(now) - backdate;
         let not_after = checked_add(not_before, self.settings.leaf_ttl)
             .ok_or_else(|| CaError::InvalidTtl("leaf TTL is too large".into()))?;
         let serial = self.next_serial;

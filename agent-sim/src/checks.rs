@@ -22,7 +22,12 @@ pub(crate) type Schedule = parking_lot::Mutex<HashMap<NodeKey, Instant>>;
 pub(crate) async fn run_due(c: &Control, now: OffsetDateTime) {
     let node = c.store.cfg.node_name.clone();
     let (checks, touched) = c.store.read(|st| {
-        let checks: Vec<HealthCheck> = st.checks.iter().filter(|((n, _), _)| *n == node).map(|(_, ch)| ch.clone()).collect();
+        let checks: Vec<HealthCheck> = st
+            .checks
+            .iter()
+            .filter(|((n, _), _)| *n == node)
+            .map(|(_, ch)| ch.clone())
+            .collect();
         (checks, st.ttl_touched.clone())
     });
     let mut updates = Vec::new();
@@ -31,7 +36,11 @@ pub(crate) async fn run_due(c: &Control, now: OffsetDateTime) {
         if let Some(ttl) = check.ttl {
             let last = touched.get(&key).copied().unwrap_or(now);
             if now - last > ttl.to_std() && check.status != service::HEALTH_CRITICAL {
-                updates.push(update(check, service::HEALTH_CRITICAL, "TTL expired".into()));
+                updates.push(update(
+                    check,
+                    service::HEALTH_CRITICAL,
+                    "TTL expired".into(),
+                ));
             }
         } else if !check.tcp.is_empty() {
             if let Some(u) = run_tcp(c, check, &key).await {
@@ -42,9 +51,21 @@ pub(crate) async fn run_due(c: &Control, now: OffsetDateTime) {
                 .iter()
                 .filter(|o| o.service_id == check.alias_service && o.alias_service.is_empty())
                 .collect();
-            let status = if targets.is_empty() { service::HEALTH_PASSING } else { service::aggregated_status(&targets) };
-            let output = if targets.is_empty() { "No checks found." } else { "All checks passing." };
-            let output = if status == service::HEALTH_PASSING { output.to_owned() } else { format!("Aliased service is {status}") };
+            let status = if targets.is_empty() {
+                service::HEALTH_PASSING
+            } else {
+                service::aggregated_status(&targets)
+            };
+            let output = if targets.is_empty() {
+                "No checks found."
+            } else {
+                "All checks passing."
+            };
+            let output = if status == service::HEALTH_PASSING {
+                output.to_owned()
+            } else {
+                format!("Aliased service is {status}")
+            };
             if check.status != status || check.output != output {
                 updates.push(update(check, status, output));
             }
@@ -59,23 +80,44 @@ pub(crate) async fn run_due(c: &Control, now: OffsetDateTime) {
 
 async fn run_tcp(c: &Control, check: &HealthCheck, key: &NodeKey) -> Option<CheckUpdate> {
     let interval = check.definition.interval.to_std();
-    let interval = if interval.is_zero() { DEFAULT_INTERVAL } else { interval };
+    let interval = if interval.is_zero() {
+        DEFAULT_INTERVAL
+    } else {
+        interval
+    };
     {
         let mut sched = c.checks.lock();
         let now = Instant::now();
-        if sched.get(key).is_some_and(|last| now.duration_since(*last) < interval) {
+        if sched
+            .get(key)
+            .is_some_and(|last| now.duration_since(*last) < interval)
+        {
             return None;
         }
         sched.insert(key.clone(), now);
     }
     let timeout = check.definition.timeout.to_std();
-    let timeout = if timeout.is_zero() { DEFAULT_TCP_TIMEOUT } else { timeout };
-    let target = check.tcp.clone();
-    let (status, output) = match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(&target)).await {
-        Ok(Ok(_)) => (service::HEALTH_PASSING, format!("TCP connect {target}: Success")),
-        Ok(Err(e)) => (service::HEALTH_CRITICAL, format!("dial tcp {target}: connect: {}", go_errno(&e))),
-        Err(_) => (service::HEALTH_CRITICAL, format!("dial tcp {target}: i/o timeout")),
+    let timeout = if timeout.is_zero() {
+        DEFAULT_TCP_TIMEOUT
+    } else {
+        timeout
     };
+    let target = check.tcp.clone();
+    let (status, output) =
+        match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(&target)).await {
+            Ok(Ok(_)) => (
+                service::HEALTH_PASSING,
+                format!("TCP connect {target}: Success"),
+            ),
+            Ok(Err(e)) => (
+                service::HEALTH_CRITICAL,
+                format!("dial tcp {target}: connect: {}", go_errno(&e)),
+            ),
+            Err(_) => (
+                service::HEALTH_CRITICAL,
+                format!("dial tcp {target}: i/o timeout"),
+            ),
+        };
     (check.status != status || check.output != output).then(|| update(check, status, output))
 }
 
@@ -87,5 +129,10 @@ fn go_errno(e: &std::io::Error) -> String {
 }
 
 fn update(check: &HealthCheck, status: &str, output: String) -> CheckUpdate {
-    CheckUpdate { node: Some(check.node.clone()), check_id: check.check_id.clone(), status: status.into(), output: Some(output) }
+    CheckUpdate {
+        node: Some(check.node.clone()),
+        check_id: check.check_id.clone(),
+        status: status.into(),
+        output: Some(output),
+    }
 }

@@ -26,7 +26,13 @@ pub struct Control {
 
 impl Control {
     pub(crate) fn new(store: Arc<Store>, faults: Arc<Faults>, log: Arc<RequestLog>) -> Self {
-        Self { store, faults, log, checks: Arc::default(), restart: Arc::default() }
+        Self {
+            store,
+            faults,
+            log,
+            checks: Arc::default(),
+            restart: Arc::default(),
+        }
     }
 
     // === faults ===
@@ -94,7 +100,8 @@ impl Control {
         let now = OffsetDateTime::now_utc();
         self.store.write(|st| {
             let index = st.next_index();
-            st.ca.rotate(cross_sign, now, index)
+            self.store
+                .with_rng(|r| st.ca.rotate(cross_sign, now, index, r))
         })?;
         Ok(())
     }
@@ -106,7 +113,7 @@ impl Control {
 
     /// PEMs of every root currently listed.
     pub fn root_pems(&self) -> Vec<String> {
-        self.store.read(|st| st.ca.root_pems())
+        self.store.read(|st| st.ca.root_certs_pem())
     }
 
     /// The trust domain (`<cluster-id>.consul`).
@@ -135,19 +142,23 @@ impl Control {
     /// Writes a config entry given in Consul's JSON shape (as `PUT /v1/config`).
     pub fn upsert_config_entry(&self, entry: &Value) -> Result<(), SimError> {
         let body = serde_json::to_vec(entry).unwrap_or_default();
-        let decoded = config_entry::decode_entry(&body).map_err(crate::http::config::config_error)?;
-        self.store.write(|st| {
-            let index = st.next_index();
-            st.config.upsert(decoded, None, index)
-        })
-        .map_err(crate::http::config::config_error)?;
+        let decoded =
+            config_entry::decode_entry(&body).map_err(crate::http::config::config_error)?;
+        self.store
+            .write(|st| {
+                let index = st.next_index();
+                st.config.upsert(decoded, None, index)
+            })
+            .map_err(crate::http::config::config_error)?;
         Ok(())
     }
 
     /// Deletes a config entry.
     pub fn delete_config_entry(&self, kind: &str, name: &str) -> Result<(), SimError> {
-        let kind = config_entry::Kind::parse(kind)
-            .ok_or_else(|| SimError::Rejected { status: 400, message: format!("invalid config entry kind: {kind}") })?;
+        let kind = config_entry::Kind::parse(kind).ok_or_else(|| SimError::Rejected {
+            status: 400,
+            message: format!("invalid config entry kind: {kind}"),
+        })?;
         self.store
             .write(|st| {
                 let index = st.next_index();
@@ -159,7 +170,12 @@ impl Control {
 
     /// Upserts one intention (as `PUT /v1/connect/intentions/exact`); `body` is a partial
     /// Intention, e.g. `{"Action":"allow"}` or `{"Permissions":[...]}`.
-    pub fn put_intention(&self, source: &str, destination: &str, body: &Value) -> Result<(), SimError> {
+    pub fn put_intention(
+        &self,
+        source: &str,
+        destination: &str,
+        body: &Value,
+    ) -> Result<(), SimError> {
         let bytes = serde_json::to_vec(body).unwrap_or_default();
         self.store
             .write(|st| {
@@ -187,7 +203,7 @@ impl Control {
     pub fn register(&self, definition: &Value) -> Result<(), SimError> {
         let body = serde_json::to_vec(definition).unwrap_or_default();
         let def = service::decode_register(&body).map_err(crate::http::agent::register_error)?;
-        self.store.register_local(def).map_err(crate::http::agent::register_error)?;
+        self.store.register_local(def)?;
         Ok(())
     }
 
@@ -208,7 +224,9 @@ impl Control {
 
     /// Removes a service instance from a node in the catalog.
     pub fn catalog_deregister(&self, node: &str, service_id: &str) -> Result<(), SimError> {
-        Ok(self.store.catalog_deregister(node, Some(service_id), None)?)
+        Ok(self
+            .store
+            .catalog_deregister(node, Some(service_id), None)?)
     }
 
     /// Sets a check's status (any check, on any node).
@@ -222,9 +240,23 @@ impl Control {
     }
 
     /// Creates an ACL token with a chosen secret (random when `None`).
-    pub fn create_token_with(&self, secret: Option<String>, rules: &str, description: &str) -> Result<Token, SimError> {
-        let rules = Rules::parse(rules).map_err(|e| SimError::Rejected { status: 400, message: e.to_string() })?;
-        let mut uuid = || self.store.with_rng(|r| uuid::Builder::from_random_bytes(rand::Rng::random(r)).into_uuid().to_string());
+    pub fn create_token_with(
+        &self,
+        secret: Option<String>,
+        rules: &str,
+        description: &str,
+    ) -> Result<Token, SimError> {
+        let rules = Rules::parse(rules).map_err(|e| SimError::Rejected {
+            status: 400,
+            message: e.to_string(),
+        })?;
+        let mut uuid = || {
+            self.store.with_rng(|r| {
+                uuid::Builder::from_random_bytes(rand::Rng::random(r))
+                    .into_uuid()
+                    .to_string()
+            })
+        };
         let token = Token {
             accessor_id: uuid(),
             secret_id: secret.unwrap_or_else(&mut uuid),

@@ -53,6 +53,18 @@ impl SimError {
 
 impl From<crate::http::error::ApiError> for SimError {
     fn from(e: crate::http::error::ApiError) -> Self {
-        Self::Rejected { status: e.status.as_u16(), message: e.body }
+        Self::Rejected {
+            status: e.status.as_u16(),
+            message: e.body,
+        }
+    }
+}
+
+impl From<SimError> for crate::http::error::ApiError {
+    fn from(e: SimError) -> Self {
+        match e {
+            SimError::Rejected { status, message } => Self::with_status(status, message),
+            other => Self::from_text(other.to_string()),
+        }
     }
 }

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 /// One fault.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "Kind", rename_all = "kebab-case")]
+#[serde(tag = "Kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Fault {
     /// The agent stops listening: connections are refused and open ones are cut.
     AgentDown,
@@ -62,7 +62,9 @@ mod go_duration_serde {
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let text = String::deserialize(d)?;
-        GoDuration::parse(&text).map(GoDuration::to_std).map_err(serde::de::Error::custom)
+        GoDuration::parse(&text)
+            .map(GoDuration::to_std)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -92,7 +94,11 @@ impl FaultSet {
 
     /// The total delay for `path`.
     pub fn delay_for(&self, path: &str) -> Duration {
-        self.latency.iter().filter(|(p, _)| p.as_deref().is_none_or(|p| path.starts_with(p))).map(|(_, d)| *d).sum()
+        self.latency
+            .iter()
+            .filter(|(p, _)| p.as_deref().is_none_or(|p| path.starts_with(p)))
+            .map(|(_, d)| *d)
+            .sum()
     }
 }
 
@@ -131,7 +137,10 @@ impl Faults {
     /// No faults.
     pub fn new() -> Arc<Self> {
         let (tx, _) = watch::channel(Arc::new(FaultSet::default()));
-        Arc::new(Self { inner: Mutex::new(Registry::default()), tx })
+        Arc::new(Self {
+            inner: Mutex::new(Registry::default()),
+            tx,
+        })
     }
 
     /// Subscribes to changes of the derived fault set.
@@ -152,7 +161,16 @@ impl Faults {
             reg.next_id += 1;
             let id = reg.next_id;
             let until = duration.map(|d| now + d);
-            reg.active.insert(id, ActiveFault { id, fault, expires_in_seconds: None, since: Some(now), until });
+            reg.active.insert(
+                id,
+                ActiveFault {
+                    id,
+                    fault,
+                    expires_in_seconds: None,
+                    since: Some(now),
+                    until,
+                },
+            );
             id
         };
         self.publish();
@@ -191,7 +209,9 @@ impl Faults {
             .active
             .values()
             .map(|f| ActiveFault {
-                expires_in_seconds: f.until.map(|u| u.saturating_duration_since(now).as_secs_f64()),
+                expires_in_seconds: f
+                    .until
+                    .map(|u| u.saturating_duration_since(now).as_secs_f64()),
                 ..f.clone()
             })
             .collect()
@@ -206,12 +226,20 @@ impl Faults {
                 Fault::AgentHung => set.hung = true,
                 Fault::ServersUnreachable => {
                     let since = f.since.unwrap_or_else(Instant::now);
-                    set.servers_down_since = Some(set.servers_down_since.map_or(since, |s| s.min(since)));
+                    set.servers_down_since =
+                        Some(set.servers_down_since.map_or(since, |s| s.min(since)));
                 }
-                Fault::Errors { status, body, path_prefix } => {
-                    set.errors.push((path_prefix.clone(), *status, body.clone()));
+                Fault::Errors {
+                    status,
+                    body,
+                    path_prefix,
+                } => {
+                    set.errors
+                        .push((path_prefix.clone(), *status, body.clone()));
                 }
-                Fault::Latency { delay, path_prefix } => set.latency.push((path_prefix.clone(), *delay)),
+                Fault::Latency { delay, path_prefix } => {
+                    set.latency.push((path_prefix.clone(), *delay))
+                }
             }
         }
         self.tx.send_replace(Arc::new(set));
@@ -228,7 +256,10 @@ pub struct FaultGuard {
 
 impl FaultGuard {
     pub(crate) fn new(faults: Arc<Faults>, id: u64) -> Self {
-        Self { faults, id: Some(id) }
+        Self {
+            faults,
+            id: Some(id),
+        }
     }
 
     /// The fault's id in the registry.
@@ -275,9 +306,11 @@ mod tests {
     #[test]
     fn prefixes_select_paths() {
         let mut set = FaultSet::default();
-        set.errors.push((Some("/v1/health/".into()), 503, "x".into()));
+        set.errors
+            .push((Some("/v1/health/".into()), 503, "x".into()));
         set.latency.push((None, Duration::from_millis(5)));
-        set.latency.push((Some("/v1/agent/".into()), Duration::from_millis(7)));
+        set.latency
+            .push((Some("/v1/agent/".into()), Duration::from_millis(7)));
         assert_eq!(set.error_for("/v1/health/connect/db"), Some((503, "x")));
         assert_eq!(set.error_for("/v1/agent/self"), None);
         assert_eq!(set.delay_for("/v1/agent/self"), Duration::from_millis(12));
@@ -286,7 +319,13 @@ mod tests {
     #[test]
     fn faults_parse_from_control_json() {
         let f: Fault = serde_json::from_str(r#"{"Kind":"latency","Delay":"250ms"}"#).unwrap();
-        assert_eq!(f, Fault::Latency { delay: Duration::from_millis(250), path_prefix: None });
+        assert_eq!(
+            f,
+            Fault::Latency {
+                delay: Duration::from_millis(250),
+                path_prefix: None
+            }
+        );
         let e: Fault = serde_json::from_str(r#"{"Kind":"errors","Status":503}"#).unwrap();
         assert!(matches!(e, Fault::Errors { status: 503, .. }));
         assert!(serde_json::from_str::<Fault>(r#"{"Kind":"meteor"}"#).is_err());

@@ -6,13 +6,13 @@ pub mod error;
 pub mod meta;
 pub mod query;
 
-mod agent;
+pub(crate) mod agent;
 mod catalog;
 mod chain;
-mod config;
+pub(crate) mod config;
 mod connect;
 mod control;
 mod health;
-mod intentions;
+pub(crate) mod intentions;
 mod serve;
 mod status;

@@ -19,19 +19,26 @@ const SECTIONS: &[&str] = &["Services", "Catalog", "ConfigEntries", "Tokens"];
 
 /// Parses `text` (JSON when it starts with `{`, else HCL) and applies it through `control`.
 pub fn apply(control: &Control, path: &str, text: &str) -> Result<(), SimError> {
-    let err = |message: String| SimError::Preload { path: path.to_owned(), message };
+    let err = |message: String| SimError::Preload {
+        path: path.to_owned(),
+        message,
+    };
     let value: Value = if text.trim_start().starts_with('{') {
         serde_json::from_str(text).map_err(|e| err(format!("invalid JSON: {e}")))?
     } else {
         hcl::from_str(text).map_err(|e| err(format!("invalid HCL: {e}")))?
     };
     let Value::Object(top) = value else {
-        return Err(err("expected an object with services, catalog, config_entries and tokens".into()));
+        return Err(err(
+            "expected an object with services, catalog, config_entries and tokens".into(),
+        ));
     };
     let mut sections: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for (key, val) in top {
         let Some(section) = canonical_name(&key, SECTIONS) else {
-            return Err(err(format!("unknown section {key:?}; expected one of services, catalog, config_entries, tokens")));
+            return Err(err(format!(
+                "unknown section {key:?}; expected one of services, catalog, config_entries, tokens"
+            )));
         };
         let items = match val {
             Value::Array(items) => items,
@@ -67,13 +74,18 @@ fn reason(e: SimError) -> String {
 }
 
 fn token(control: &Control, item: &Value) -> Result<(), SimError> {
-    let field = |name: &str| -> Option<&str> {
-        item.as_object()?.iter().find(|(k, _)| canonical_name(k, &[name]).is_some()).and_then(|(_, v)| v.as_str())
+    let field = |name: &'static str| -> Option<String> {
+        let obj = item.as_object()?;
+        obj.iter()
+            .find(|(k, _)| canonical_name(k, &[name]).is_some())
+            .and_then(|(_, v)| v.as_str().map(str::to_owned))
     };
     let rules = field("Rules").unwrap_or_default();
     let description = field("Description").unwrap_or_default();
-    let secret = field("SecretID").map(str::to_owned);
-    control.create_token_with(secret, rules, description).map(|_| ())
+    let secret = field("SecretID");
+    control
+        .create_token_with(secret, &rules, &description)
+        .map(|_| ())
 }
 
 #[cfg(test)]
@@ -90,13 +102,25 @@ mod tests {
             tokens = [{ SecretID = "t1", Rules = "service_prefix \"\" { policy = \"write\" }" }]
         "#;
         apply(&c, "good.hcl", good).unwrap();
-        assert_eq!(c.store.read(|st| st.services.len()), 2, "db and its sidecar");
+        assert_eq!(
+            c.store.read(|st| st.services.len()),
+            2,
+            "db and its sidecar"
+        );
 
         let bad = r#"{"Services": [{"Name": "ok", "Port": 1}, {"Name": "x", "Bogus": 1}]}"#;
         let e = apply(&c, "bad.json", bad).unwrap_err().to_string();
-        assert!(e.starts_with("bad.json: Services[1]: Request decode failed"), "{e}");
+        assert!(
+            e.starts_with("bad.json: Services[1]: Request decode failed"),
+            "{e}"
+        );
         let e = apply(&c, "w.hcl", "widgets = []").unwrap_err().to_string();
         assert!(e.contains("unknown section \"widgets\""), "{e}");
-        assert!(apply(&c, "x.json", "{").unwrap_err().to_string().starts_with("x.json: invalid JSON"));
+        assert!(
+            apply(&c, "x.json", "{")
+                .unwrap_err()
+                .to_string()
+                .starts_with("x.json: invalid JSON")
+        );
     }
 }

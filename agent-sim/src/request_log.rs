@@ -85,7 +85,12 @@ struct Inner {
 impl RequestLog {
     /// An empty log keeping at most `capacity` entries.
     pub fn new(capacity: usize) -> Self {
-        Self { started: Instant::now(), capacity, inner: Mutex::new(Inner::default()), tx: watch::channel(0).0 }
+        Self {
+            started: Instant::now(),
+            capacity,
+            inner: Mutex::new(Inner::default()),
+            tx: watch::channel(0).0,
+        }
     }
 
     /// Records an arrival; returns its sequence number.
@@ -95,7 +100,8 @@ impl RequestLog {
             let mut inner = self.inner.lock();
             inner.next_seq += 1;
             let seq = inner.next_seq;
-            let blocking = a.index.is_some_and(|i| i > 0) || a.hash.as_deref().is_some_and(|h| !h.is_empty());
+            let blocking =
+                a.index.is_some_and(|i| i > 0) || a.hash.as_deref().is_some_and(|h| !h.is_empty());
             inner.entries.push_back(LogEntry {
                 seq,
                 at_ms,
@@ -124,8 +130,12 @@ impl RequestLog {
     /// Records the answer to request `seq`.
     pub fn finish(&self, seq: u64, status: u16, took: Duration) {
         let mut inner = self.inner.lock();
-        let Some(first) = inner.entries.front().map(|e| e.seq) else { return };
-        let Some(pos) = seq.checked_sub(first).and_then(|p| usize::try_from(p).ok()) else { return };
+        let Some(first) = inner.entries.front().map(|e| e.seq) else {
+            return;
+        };
+        let Some(pos) = seq.checked_sub(first).and_then(|p| usize::try_from(p).ok()) else {
+            return;
+        };
         if let Some(e) = inner.entries.get_mut(pos) {
             e.status = Some(status);
             e.duration_ms = Some(millis(took));
@@ -139,7 +149,13 @@ impl RequestLog {
 
     /// Entries with `seq > after`.
     pub fn since(&self, after: u64) -> Vec<LogEntry> {
-        self.inner.lock().entries.iter().filter(|e| e.seq > after).cloned().collect()
+        self.inner
+            .lock()
+            .entries
+            .iter()
+            .filter(|e| e.seq > after)
+            .cloned()
+            .collect()
     }
 
     /// The last sequence number handed out.
@@ -158,7 +174,11 @@ impl RequestLog {
     }
 
     /// Waits until an entry satisfying `pred` exists, or the timeout passes.
-    pub async fn wait_for(&self, timeout: Duration, pred: impl Fn(&LogEntry) -> bool) -> Option<LogEntry> {
+    pub async fn wait_for(
+        &self,
+        timeout: Duration,
+        pred: impl Fn(&LogEntry) -> bool,
+    ) -> Option<LogEntry> {
         let mut rx = self.tx.subscribe();
         let deadline = Instant::now() + timeout;
         loop {
@@ -166,7 +186,10 @@ impl RequestLog {
             if let Some(e) = self.inner.lock().entries.iter().find(|e| pred(e)) {
                 return Some(e.clone());
             }
-            if tokio::time::timeout_at(deadline, rx.changed()).await.is_err() {
+            if tokio::time::timeout_at(deadline, rx.changed())
+                .await
+                .is_err()
+            {
                 return None;
             }
         }
@@ -205,8 +228,13 @@ mod tests {
         assert!(e[0].blocking && !e[1].blocking);
         assert_eq!((e[0].status, e[0].duration_ms), (Some(200), Some(3)));
         assert_eq!(e[1].status, None, "still in flight");
-        assert_eq!(log.since(a).iter().map(|e| e.seq).collect::<Vec<_>>(), vec![b]);
-        let found = log.wait_for(Duration::from_secs(1), |e| e.path == "/v1/agent/self").await;
+        assert_eq!(
+            log.since(a).iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![b]
+        );
+        let found = log
+            .wait_for(Duration::from_secs(1), |e| e.path == "/v1/agent/self")
+            .await;
         assert_eq!(found.map(|e| e.seq), Some(b));
     }
 
@@ -216,7 +244,10 @@ mod tests {
         for _ in 0..5 {
             log.arrive(arrival("/x", None));
         }
-        assert_eq!(log.entries().iter().map(|e| e.seq).collect::<Vec<_>>(), vec![4, 5]);
+        assert_eq!(
+            log.entries().iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![4, 5]
+        );
         assert_eq!(log.dropped(), 3);
         log.finish(5, 404, Duration::ZERO);
         log.finish(1, 200, Duration::ZERO); // dropped: ignored, no panic

@@ -18,7 +18,11 @@ use crate::faults::FaultSet;
 const BACKLOG: u32 = 4096;
 
 fn socket_for(addr: SocketAddr) -> io::Result<TcpSocket> {
-    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
     socket.set_reuseaddr(true)?;
     socket.set_nodelay(true)?;
     socket.bind(addr)?;
@@ -47,12 +51,15 @@ pub(crate) async fn run(
     let mut listener = Some(listener);
     let mut reserved: Option<TcpSocket> = None;
     let mut conns = JoinSet::new();
+    let mut faults_open = true;
     loop {
         let down = faults.borrow_and_update().down;
         if down && listener.is_some() {
             listener = None;
             conns.abort_all();
-            reserved = socket_for(addr).map_err(|e| tracing::warn!(error = %e, "could not reserve port")).ok();
+            reserved = socket_for(addr)
+                .map_err(|e| tracing::warn!(error = %e, "could not reserve port"))
+                .ok();
             tracing::info!(%addr, "agent down: refusing connections");
         } else if !down && listener.is_none() {
             let relisten = match reserved.take() {
@@ -71,8 +78,9 @@ pub(crate) async fn run(
             _ = shutdown.changed() => {
                 if *shutdown.borrow() { break; }
             }
-            changed = faults.changed() => {
-                if changed.is_err() { break; }
+            changed = faults.changed(), if faults_open => {
+                // A closed fault channel means "no more faults", not "stop serving".
+                faults_open = changed.is_ok();
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             accepted = accept(listener.as_ref()) => match accepted {

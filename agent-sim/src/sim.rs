@@ -26,7 +26,12 @@ pub struct AgentSim;
 impl AgentSim {
     /// A builder with Consul's defaults, listening on `127.0.0.1:0`.
     pub fn builder() -> Builder {
-        Builder { cfg: SimConfig { bind: SocketAddr::from(([127, 0, 0, 1], 0)), ..SimConfig::default() } }
+        Builder {
+            cfg: SimConfig {
+                bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+                ..SimConfig::default()
+            },
+        }
     }
 }
 
@@ -129,15 +134,23 @@ impl Builder {
 
     fn control(&self) -> Result<Control, SimError> {
         let store = Store::new(self.cfg.clone())?;
-        Ok(Control::new(store, Faults::new(), Arc::new(RequestLog::new(self.cfg.request_log_capacity))))
+        Ok(Control::new(
+            store,
+            Faults::new(),
+            Arc::new(RequestLog::new(self.cfg.request_log_capacity)),
+        ))
     }
 
     /// Binds, starts serving and the background work.
     pub async fn start(self) -> Result<Listening, SimError> {
         let control = self.control()?;
-        let bind = |addr: SocketAddr| server::bind(addr).map_err(|source| SimError::Bind { addr, source });
+        let bind =
+            |addr: SocketAddr| server::bind(addr).map_err(|source| SimError::Bind { addr, source });
         let listener = bind(self.cfg.bind)?;
-        let addr = listener.local_addr().map_err(|source| SimError::Bind { addr: self.cfg.bind, source })?;
+        let addr = listener.local_addr().map_err(|source| SimError::Bind {
+            addr: self.cfg.bind,
+            source,
+        })?;
         let control_listener = self.cfg.control_bind.map(bind).transpose()?;
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let mut tasks = vec![tokio::spawn(server::run(
@@ -151,12 +164,29 @@ impl Builder {
             control_addr = l.local_addr().ok();
             // The control port ignores faults: it must stay reachable while the agent is down.
             let (_never, no_faults) = watch::channel(Arc::default());
-            tasks.push(tokio::spawn(server::run(l, http::app::control_app(control.clone()), no_faults, shutdown_rx.clone())));
+            tasks.push(tokio::spawn(server::run(
+                l,
+                http::app::control_app(control.clone()),
+                no_faults,
+                shutdown_rx.clone(),
+            )));
         }
-        tasks.push(tokio::spawn(crate::background::fault_transitions(control.clone(), shutdown_rx.clone())));
-        tasks.push(tokio::spawn(crate::background::maintenance(control.clone(), shutdown_rx)));
+        tasks.push(tokio::spawn(crate::background::fault_transitions(
+            control.clone(),
+            shutdown_rx.clone(),
+        )));
+        tasks.push(tokio::spawn(crate::background::maintenance(
+            control.clone(),
+            shutdown_rx,
+        )));
         tracing::info!(%addr, ?control_addr, "agent-sim listening");
-        Ok(Listening { addr, control_addr, control, shutdown: shutdown_tx, tasks })
+        Ok(Listening {
+            addr,
+            control_addr,
+            control,
+            shutdown: shutdown_tx,
+            tasks,
+        })
     }
 }
 

@@ -8,7 +8,6 @@ mod leaf;
 mod reset;
 
 pub use catalog::CheckUpdate;
-pub(crate) use leaf::LeafAnswer;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -20,12 +19,12 @@ use time::OffsetDateTime;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::SimError;
 use crate::acl::Tokens;
 use crate::ca::{Ca, CaConfig, Leaf};
 use crate::config::SimConfig;
 use crate::config_entry::ConfigEntries;
 use crate::service::{HealthCheck, Node, NodeService};
-use crate::SimError;
 
 /// Key of a service instance or check: (node name, ID).
 pub(crate) type NodeKey = (String, String);
@@ -45,6 +44,8 @@ pub(crate) struct State {
     /// Per service name: index of the last change to its instances or their checks (also
     /// deregistration), as the health and catalog endpoints report it.
     pub(crate) service_index: HashMap<String, u64>,
+    /// Index of the last catalog write of any kind (what an empty health result reports).
+    pub(crate) catalog_index: u64,
     /// When each TTL check was last updated (for expiry).
     pub(crate) ttl_touched: HashMap<NodeKey, OffsetDateTime>,
     pub(crate) tokens: Tokens,
@@ -105,7 +106,11 @@ impl Store {
             Some(s) => StdRng::seed_from_u64(s),
             None => StdRng::from_os_rng(),
         };
-        let cluster_id = cfg.cluster_id.clone().unwrap_or_else(|| uuid::Builder::from_random_bytes(rng.random()).into_uuid().to_string());
+        let cluster_id = cfg.cluster_id.clone().unwrap_or_else(|| {
+            uuid::Builder::from_random_bytes(rng.random())
+                .into_uuid()
+                .to_string()
+        });
         let now = OffsetDateTime::now_utc();
         let mut index = 1;
         let node = catalog::agent_node(&cfg, &mut rng, index);
@@ -116,7 +121,7 @@ impl Store {
             leaf_ttl: cfg.leaf_ttl,
             ..CaConfig::default()
         };
-        let ca = Ca::new(ca_cfg, now, index).map_err(SimError::Ca)?;
+        let ca = Ca::new(ca_cfg, now, index, &mut rng).map_err(SimError::Ca)?;
         let state = State {
             index,
             ca,
@@ -129,6 +134,7 @@ impl Store {
                 catalog::serf_health(&cfg.node_name, 1),
             )]),
             service_index: HashMap::new(),
+            catalog_index: index,
             ttl_touched: HashMap::new(),
             tokens: Tokens::new(&cfg.acl),
             leaves: BTreeMap::new(),
@@ -181,7 +187,10 @@ impl Store {
     /// The agent lost its servers: freeze what its cache holds.
     pub(crate) fn servers_lost(&self) {
         let snapshot = Arc::new(self.state.read().clone());
-        *self.frozen.write() = Some(Frozen { state: snapshot, since: Instant::now() });
+        *self.frozen.write() = Some(Frozen {
+            state: snapshot,
+            since: Instant::now(),
+        });
         self.abandon_all();
     }
 
@@ -202,12 +211,17 @@ impl Store {
         let frozen = self.frozen.read().clone();
         match frozen {
             None => {
-                let hit = if cached { !self.cache_seen.lock().insert(key.to_owned()) } else { false };
+                let hit = if cached {
+                    !self.cache_seen.lock().insert(key.to_owned())
+                } else {
+                    false
+                };
                 Ok(View::Live { hit })
             }
-            Some(f) if cached && self.cache_seen.lock().contains(key) => {
-                Ok(View::Cached { state: f.state, age_secs: f.since.elapsed().as_secs() })
-            }
+            Some(f) if cached && self.cache_seen.lock().contains(key) => Ok(View::Cached {
+                state: f.state,
+                age_secs: f.since.elapsed().as_secs(),
+            }),
             Some(_) => Err(()),
         }
     }

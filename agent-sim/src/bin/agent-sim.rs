@@ -87,9 +87,19 @@ fn init_tracing(level: &str, json: bool) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
     let reg = tracing_subscriber::registry().with(filter);
     if json {
-        reg.with(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr)).init();
+        reg.with(
+            tracing_subscriber::fmt::layer()
+                .json()
+                .with_writer(std::io::stderr),
+        )
+        .init();
     } else {
-        reg.with(tracing_subscriber::fmt::layer().with_target(false).with_writer(std::io::stderr)).init();
+        reg.with(
+            tracing_subscriber::fmt::layer()
+                .with_target(false)
+                .with_writer(std::io::stderr),
+        )
+        .init();
     }
 }
 
@@ -97,7 +107,11 @@ fn init_tracing(level: &str, json: bool) {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_tracing(&cli.log_level, cli.log_json);
-    let management_token = cli.acl.then(|| cli.management_token.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()));
+    let management_token = cli.acl.then(|| {
+        cli.management_token
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+    });
     let cfg = SimConfig {
         bind: cli.listen,
         control_bind: cli.control_listen,
@@ -123,9 +137,14 @@ async fn main() -> anyhow::Result<()> {
         run_checks: !cli.no_checks,
         ..SimConfig::default()
     };
-    let sim = AgentSim::builder().config(cfg).start().await.context("starting agent-sim")?;
+    let sim = AgentSim::builder()
+        .config(cfg)
+        .start()
+        .await
+        .context("starting agent-sim")?;
     for path in &cli.preload {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         preload::apply(sim.control(), &path.display().to_string(), &text)?;
     }
     println!("agent-sim listening on http://{}", sim.addr());
@@ -146,10 +165,11 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return ctrl_c.await.unwrap_or_default(),
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return ctrl_c.await.unwrap_or_default(),
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

@@ -20,8 +20,15 @@ pub struct ClientIdentity {
     pub private_key_pem: String,
 }
 
-/// A certificate built to probe a proxy's verification.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A certificate built to probe a proxy's verification. In JSON (control API):
+/// `{"Kind":"expired","Service":"web"}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(
+    tag = "Kind",
+    rename_all = "kebab-case",
+    rename_all_fields = "PascalCase",
+    deny_unknown_fields
+)]
 pub enum Forgery {
     /// Leaf for `service` from a completely separate CA (another cluster id / trust domain) that
     /// is not in Roots. Presented without its CA.

@@ -107,4 +107,27 @@ impl Ca {
         self.roots_index = index;
         true
     }
+
+    /// Whether [`Ca::prune`] would drop anything now.
+    pub fn prune_due(&self, now: OffsetDateTime) -> bool {
+        let now = cert_time(now);
+        let Ok(keep_for) = time::Duration::try_from(self.settings.leaf_ttl.saturating_mul(2))
+        else {
+            return false;
+        };
+        self.roots.iter().any(
+            |r| matches!((r.active, r.rotated_out_at), (false, Some(out)) if now - out > keep_for),
+        )
+    }
+
+    /// Renumbers every index to `index` (the store's index reset).
+    pub fn reset_indexes(&mut self, index: u64) {
+        for r in &mut self.roots {
+            r.create_index = index;
+            r.modify_index = index;
+        }
+        self.roots_index = index;
+        self.settings.create_index = index;
+        self.settings.modify_index = index;
+    }
 }

@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
-
 use super::{ConfigEntry, ConfigError, Kind, ServiceIntentions, graph};
 
 /// All config entries, keyed by kind and name. Cheap enough to clone for snapshots.
@@ -15,20 +13,8 @@ pub struct ConfigEntries {
     index: u64,
 }
 
-/// Central configuration the agent merges into a proxy registration (reference §8).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CentralConfig {
-    /// `proxy-defaults` `Config` (opaque, keys sorted).
-    pub proxy_config: Map<String, Value>,
-    /// The destination's `service-defaults` `Protocol`, when set; goes into `Config.protocol`.
-    pub protocol: Option<String>,
-    pub mode: Option<String>,
-    /// `TransparentProxy` in its JSON form, when non-zero.
-    pub transparent_proxy: Option<Value>,
-    pub mesh_gateway_mode: Option<String>,
-    /// `Expose` in its JSON form, when non-zero.
-    pub expose: Option<Value>,
-}
+/// Central config for a proxy; the service model owns the type.
+pub use crate::service::CentralConfig;
 
 impl ConfigEntries {
     pub fn new() -> Self {

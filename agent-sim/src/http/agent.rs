@@ -25,20 +25,44 @@ use crate::store::{CheckUpdate, State as StoreState};
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
-        .route("/v1/agent/service/register", methods("OPTIONS,PUT", put(register)))
-        .route("/v1/agent/service/deregister/{*id}", methods("OPTIONS,PUT", put(deregister)))
-        .route("/v1/agent/service/{*id}", methods("OPTIONS,GET", get(service)))
+        .route(
+            "/v1/agent/service/register",
+            methods("OPTIONS,PUT", put(register)),
+        )
+        .route(
+            "/v1/agent/service/deregister/{*id}",
+            methods("OPTIONS,PUT", put(deregister)),
+        )
+        .route(
+            "/v1/agent/service/{*id}",
+            methods("OPTIONS,GET", get(service)),
+        )
         .route("/v1/agent/services", methods("OPTIONS,GET", get(services)))
-        .route("/v1/agent/check/pass/{*id}", methods("OPTIONS,PUT", put(check_pass)))
-        .route("/v1/agent/check/warn/{*id}", methods("OPTIONS,PUT", put(check_warn)))
-        .route("/v1/agent/check/fail/{*id}", methods("OPTIONS,PUT", put(check_fail)))
-        .route("/v1/agent/check/update/{*id}", methods("OPTIONS,PUT", put(check_update)))
+        .route(
+            "/v1/agent/check/pass/{*id}",
+            methods("OPTIONS,PUT", put(check_pass)),
+        )
+        .route(
+            "/v1/agent/check/warn/{*id}",
+            methods("OPTIONS,PUT", put(check_warn)),
+        )
+        .route(
+            "/v1/agent/check/fail/{*id}",
+            methods("OPTIONS,PUT", put(check_fail)),
+        )
+        .route(
+            "/v1/agent/check/update/{*id}",
+            methods("OPTIONS,PUT", put(check_update)),
+        )
         .route("/v1/agent/self", methods("OPTIONS,GET", get(agent_self)))
 }
 
 /// A registration error as the API reports it.
 pub(crate) fn register_error(e: RegisterError) -> SimError {
-    SimError::Rejected { status: e.status(), message: e.to_string() }
+    SimError::Rejected {
+        status: e.status(),
+        message: e.to_string(),
+    }
 }
 
 /// The config-entry view of central config, in the service model's terms.
@@ -49,7 +73,9 @@ pub(crate) fn to_service_central(c: crate::config_entry::CentralConfig) -> servi
 /// A local service as the agent serves it: with central config merged into proxies.
 pub(crate) fn merged(st: &StoreState, svc: &NodeService) -> NodeService {
     if svc.kind == service::ServiceKind::ConnectProxy || svc.kind.is_gateway() {
-        let central = st.config.central_config_for(&svc.proxy.destination_service_name);
+        let central = st
+            .config
+            .central_config_for(&svc.proxy.destination_service_name);
         return service::merge_central_config(svc, &to_service_central(central));
     }
     svc.clone()
@@ -59,22 +85,34 @@ fn local<'a>(st: &'a StoreState, node: &str, id: &str) -> Option<&'a NodeService
     st.services.get(&(node.to_owned(), id.to_owned()))
 }
 
-async fn service(State(c): State<Control>, ctx: Ctx, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn service(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let (wait, _index) = parse_wait_index(&ctx.query)?;
     let authz = c.authz(&ctx)?;
     let node = c.store.cfg.node_name.clone();
     let dc = c.store.cfg.datacenter.clone();
     let hash = ctx.query.non_empty("hash").map(str::to_owned);
     let render = |st: &StoreState| -> Result<(String, Value), ApiError> {
-        let svc = local(st, &node, &id).ok_or_else(|| ApiError::not_found(format!("unknown service ID: {id}")))?;
-        authz.require(Resource::Service, &svc.service, Level::Read).map_err(ApiError::from_text)?;
+        let svc = local(st, &node, &id)
+            .ok_or_else(|| ApiError::not_found(format!("unknown service ID: {id}")))?;
+        authz
+            .require(Resource::Service, &svc.service, Level::Read)
+            .map_err(ApiError::from_text)?;
         let svc = merged(st, svc);
-        Ok((service::content_hash(&svc, &dc), service::agent_service_json(&svc, &dc)))
+        Ok((
+            service::content_hash(&svc, &dc),
+            service::agent_service_json(&svc, &dc),
+        ))
     };
     let first = c.store.read(&render)?;
     let (hash_now, body) = match hash {
         Some(h) if h == first.0 => {
-            let timeout = c.store.with_rng(|r| c.store.cfg.blocking.local_timeout(wait, r));
+            let timeout = c
+                .store
+                .with_rng(|r| c.store.cfg.blocking.local_timeout(wait, r));
             let mut changes = c.store.subscribe();
             wait_for(&mut changes, Instant::now() + timeout, |force| {
                 let now = c.store.read(&render);
@@ -94,7 +132,9 @@ async fn service(State(c): State<Control>, ctx: Ctx, Path(id): Path<String>) -> 
 
 async fn services(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
     if ctx.query.non_empty("filter").is_some() {
-        return Err(ApiError::from_text("agent-sim does not evaluate ?filter expressions"));
+        return Err(ApiError::from_text(
+            "agent-sim does not evaluate ?filter expressions",
+        ));
     }
     let authz = c.authz(&ctx)?;
     let node = c.store.cfg.node_name.clone();
@@ -119,19 +159,37 @@ async fn register(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Res
     Ok(meta::empty_ok())
 }
 
-async fn deregister(State(c): State<Control>, ctx: Ctx, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn deregister(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let authz = c.authz(&ctx)?;
     c.store.deregister_local_with(&id, Some(&authz))?;
     Ok(meta::empty_ok())
 }
 
-async fn set_status(c: &Control, ctx: &Ctx, id: String, status: &str, output: Option<String>) -> Result<Response, ApiError> {
+async fn set_status(
+    c: &Control,
+    ctx: &Ctx,
+    id: String,
+    status: &str,
+    output: Option<String>,
+) -> Result<Response, ApiError> {
     let authz = c.authz(ctx)?;
     let node = c.store.cfg.node_name.clone();
-    let check = c.store.read(|st| st.checks.get(&(node.clone(), id.clone())).cloned());
-    let check = check.ok_or_else(|| ApiError::from_text(format!("Unknown check ID {id:?}. Ensure that the check ID is passed, not the check name.")))?;
+    let check = c
+        .store
+        .read(|st| st.checks.get(&(node.clone(), id.clone())).cloned());
+    let check = check.ok_or_else(|| {
+        ApiError::from_text(format!(
+            "Unknown check ID {id:?}. Ensure that the check ID is passed, not the check name."
+        ))
+    })?;
     if check.ttl.is_none() {
-        return Err(ApiError::from_text(format!("CheckID {id:?} does not have associated TTL")));
+        return Err(ApiError::from_text(format!(
+            "CheckID {id:?} does not have associated TTL"
+        )));
     }
     let denied = if check.service_name.is_empty() {
         authz.require(Resource::Node, &node, Level::Write)
@@ -139,21 +197,38 @@ async fn set_status(c: &Control, ctx: &Ctx, id: String, status: &str, output: Op
         authz.require(Resource::Service, &check.service_name, Level::Write)
     };
     denied.map_err(ApiError::from_text)?;
-    c.store.update_check(CheckUpdate { node: None, check_id: id, status: status.into(), output })?;
+    c.store.update_check(CheckUpdate {
+        node: None,
+        check_id: id,
+        status: status.into(),
+        output,
+    })?;
     Ok(meta::empty_ok())
 }
 
-async fn check_pass(State(c): State<Control>, ctx: Ctx, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn check_pass(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let note = ctx.query.get("note").map(str::to_owned);
     set_status(&c, &ctx, id, service::HEALTH_PASSING, note).await
 }
 
-async fn check_warn(State(c): State<Control>, ctx: Ctx, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn check_warn(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let note = ctx.query.get("note").map(str::to_owned);
     set_status(&c, &ctx, id, service::HEALTH_WARNING, note).await
 }
 
-async fn check_fail(State(c): State<Control>, ctx: Ctx, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn check_fail(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let note = ctx.query.get("note").map(str::to_owned);
     set_status(&c, &ctx, id, service::HEALTH_CRITICAL, note).await
 }
@@ -167,12 +242,24 @@ struct CheckUpdateBody {
     output: String,
 }
 
-async fn check_update(State(c): State<Control>, ctx: Ctx, Path(id): Path<String>, body: Bytes) -> Result<Response, ApiError> {
-    const KEYS: crate::decode::KeySchema = crate::decode::KeySchema { canonical: &["Status", "Output"], opaque: &[], keyed: &[] };
-    let req: CheckUpdateBody =
-        crate::decode::decode_body(&body, &KEYS).map_err(|e| ApiError::bad_request(format!("Request decode failed: {e}")))?;
+async fn check_update(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    const KEYS: crate::decode::KeySchema = crate::decode::KeySchema {
+        canonical: &["Status", "Output"],
+        opaque: &[],
+        keyed: &[],
+    };
+    let req: CheckUpdateBody = crate::decode::decode_body(&body, &KEYS)
+        .map_err(|e| ApiError::bad_request(format!("Request decode failed: {e}")))?;
     if !service::valid_status(&req.status) {
-        return Err(ApiError::bad_request(format!("Invalid check status: '{}'", req.status)));
+        return Err(ApiError::bad_request(format!(
+            "Invalid check status: '{}'",
+            req.status
+        )));
     }
     set_status(&c, &ctx, id, &req.status, Some(req.output)).await
 }
@@ -180,8 +267,13 @@ async fn check_update(State(c): State<Control>, ctx: Ctx, Path(id): Path<String>
 async fn agent_self(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
     let authz = c.authz(&ctx)?;
     let cfg = &c.store.cfg;
-    authz.require(Resource::Agent, &cfg.node_name, Level::Read).map_err(ApiError::from_text)?;
-    let node = c.store.read(|st| st.nodes.get(&cfg.node_name).cloned()).unwrap_or_default();
+    authz
+        .require(Resource::Agent, &cfg.node_name, Level::Read)
+        .map_err(ApiError::from_text)?;
+    let node = c
+        .store
+        .read(|st| st.nodes.get(&cfg.node_name).cloned())
+        .unwrap_or_default();
     let intention_default = match cfg.default_intention_policy {
         Some(crate::config::IntentionDefault::Allow) => "allow",
         Some(crate::config::IntentionDefault::Deny) => "deny",

@@ -32,13 +32,21 @@ pub fn app(control: Control) -> Router {
         .merge(super::catalog::routes())
         .merge(super::status::routes())
         .fallback(|| async { ApiError::unknown_path() })
-        .layer(axum::middleware::from_fn_with_state(control.clone(), observe));
-    Router::new().merge(v1).nest("/_sim", super::control::routes()).with_state(control)
+        .layer(axum::middleware::from_fn_with_state(
+            control.clone(),
+            observe,
+        ));
+    Router::new()
+        .merge(v1)
+        .nest("/_sim", super::control::routes())
+        .with_state(control)
 }
 
 /// Serves only the `/_sim/` control API (for the separate control port).
 pub fn control_app(control: Control) -> Router {
-    Router::new().nest("/_sim", super::control::routes()).with_state(control)
+    Router::new()
+        .nest("/_sim", super::control::routes())
+        .with_state(control)
 }
 
 /// Consul's handling of other methods on a path: 405 with `Allow`, and 200 for OPTIONS.
@@ -67,7 +75,11 @@ impl<S: Send + Sync> FromRequestParts<S> for Ctx {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let query = RawQuery::parse(parts.uri.query());
         let pretty = query.has("pretty");
-        Ok(Self { query, headers: parts.headers.clone(), pretty })
+        Ok(Self {
+            query,
+            headers: parts.headers.clone(),
+            pretty,
+        })
     }
 }
 
@@ -123,7 +135,11 @@ async fn observe(State(c): State<Control>, req: Request, next: Next) -> Response
         }
         None => next.run(req).await,
     };
-    meta::set(resp.headers_mut(), "x-consul-default-acl-policy", c.store.cfg.acl.default_policy.as_str());
+    meta::set(
+        resp.headers_mut(),
+        "x-consul-default-acl-policy",
+        c.store.cfg.acl.default_policy.as_str(),
+    );
     c.log.finish(seq, resp.status().as_u16(), started.elapsed());
     resp
 }

@@ -22,21 +22,44 @@ use crate::service;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
-        .route("/v1/catalog/service/{*service}", methods("OPTIONS,GET", get(service_nodes)))
-        .route("/v1/catalog/services", methods("OPTIONS,GET", get(services)))
-        .route("/v1/catalog/register", methods("OPTIONS,PUT", put(register)))
-        .route("/v1/catalog/deregister", methods("OPTIONS,PUT", put(deregister)))
+        .route(
+            "/v1/catalog/service/{*service}",
+            methods("OPTIONS,GET", get(service_nodes)),
+        )
+        .route(
+            "/v1/catalog/services",
+            methods("OPTIONS,GET", get(services)),
+        )
+        .route(
+            "/v1/catalog/register",
+            methods("OPTIONS,PUT", put(register)),
+        )
+        .route(
+            "/v1/catalog/deregister",
+            methods("OPTIONS,PUT", put(deregister)),
+        )
 }
 
-async fn service_nodes(State(c): State<Control>, ctx: Ctx, Path(name): Path<String>) -> Result<Response, ApiError> {
+async fn service_nodes(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
     let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
     if opts.filter.is_some() {
-        return Err(ApiError::from_text("agent-sim does not evaluate ?filter expressions"));
+        return Err(ApiError::from_text(
+            "agent-sim does not evaluate ?filter expressions",
+        ));
     }
     let tags = ctx.query.all("tag");
     let authz = c.authz(&ctx)?;
-    let cache_key = opts.cached.then(|| format!("catalog-service:{name}:{tags:?}"));
-    let spec = ReadSpec { cache_key, suppress_unchanged: false };
+    let cache_key = opts
+        .cached
+        .then(|| format!("catalog-service:{name}:{tags:?}"));
+    let spec = ReadSpec {
+        cache_key,
+        suppress_unchanged: false,
+    };
     let a = server_read(&c.store, &opts, spec, |st| {
         let (index, entries) = st.health_entries(&name, false, false);
         let items: Vec<Value> = entries
@@ -57,10 +80,17 @@ async fn service_nodes(State(c): State<Control>, ctx: Ctx, Path(name): Path<Stri
 async fn services(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
     let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
     let authz = c.authz(&ctx)?;
-    let spec = ReadSpec { cache_key: opts.cached.then(|| "catalog-services".to_owned()), suppress_unchanged: false };
+    let spec = ReadSpec {
+        cache_key: opts.cached.then(|| "catalog-services".to_owned()),
+        suppress_unchanged: false,
+    };
     let a = server_read(&c.store, &opts, spec, |st| {
         let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for svc in st.services.values().filter(|s| authz.allows(Resource::Service, &s.service, Level::Read)) {
+        for svc in st
+            .services
+            .values()
+            .filter(|s| authz.allows(Resource::Service, &s.service, Level::Read))
+        {
             let tags = out.entry(svc.service.clone()).or_default();
             for t in &svc.tags {
                 if !tags.contains(t) {
@@ -76,11 +106,16 @@ async fn services(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiErr
 }
 
 async fn register(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
-    let reg = service::decode_catalog_register(&body, &c.store.cfg.datacenter).map_err(|e| ApiError::from(register_error(e)))?;
+    let reg = service::decode_catalog_register(&body, &c.store.cfg.datacenter)
+        .map_err(|e| ApiError::from(register_error(e)))?;
     let authz = c.authz(&ctx)?;
-    authz.require(Resource::Node, &reg.node.name, Level::Write).map_err(ApiError::from_text)?;
+    authz
+        .require(Resource::Node, &reg.node.name, Level::Write)
+        .map_err(ApiError::from_text)?;
     if let Some(svc) = &reg.service {
-        authz.require(Resource::Service, &svc.service, Level::Write).map_err(ApiError::from_text)?;
+        authz
+            .require(Resource::Service, &svc.service, Level::Write)
+            .map_err(ApiError::from_text)?;
     }
     if c.store.servers_down() {
         return Err(ApiError::no_servers());
@@ -90,9 +125,12 @@ async fn register(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Res
 }
 
 async fn deregister(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
-    let req = service::decode_catalog_deregister(&body).map_err(|e| ApiError::from(register_error(e)))?;
+    let req = service::decode_catalog_deregister(&body, &c.store.cfg.datacenter)
+        .map_err(|e| ApiError::from(register_error(e)))?;
     let authz = c.authz(&ctx)?;
-    authz.require(Resource::Node, &req.node, Level::Write).map_err(ApiError::from_text)?;
+    authz
+        .require(Resource::Node, &req.node, Level::Write)
+        .map_err(ApiError::from_text)?;
     if c.store.servers_down() {
         return Err(ApiError::no_servers());
     }

@@ -22,8 +22,14 @@ use crate::control::Control;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
-        .route("/v1/discovery-chain/", methods("OPTIONS,GET,POST", get(missing).post(missing)))
-        .route("/v1/discovery-chain/{*service}", methods("OPTIONS,GET,POST", get(get_chain).post(post_chain)))
+        .route(
+            "/v1/discovery-chain/",
+            methods("OPTIONS,GET,POST", get(missing).post(missing)),
+        )
+        .route(
+            "/v1/discovery-chain/{*service}",
+            methods("OPTIONS,GET,POST", get(get_chain).post(post_chain)),
+        )
 }
 
 async fn missing() -> ApiError {
@@ -31,37 +37,65 @@ async fn missing() -> ApiError {
 }
 
 fn chain_error(e: ChainError) -> ApiError {
-    ApiError::new(axum::http::StatusCode::from_u16(e.status()).unwrap_or_default(), e.to_string())
+    ApiError::with_status(e.status(), e.to_string())
 }
 
 /// The config entries the compiler reads, in their read shape.
 pub(crate) fn chain_entries(config: &ConfigEntries) -> ChainEntries {
     let by_name = |kind: Kind| -> BTreeMap<String, Value> {
-        config.list(kind).into_iter().map(|e| (e.name().to_owned(), e.to_json())).collect()
+        config
+            .list(kind)
+            .into_iter()
+            .map(|e| (e.name().to_owned(), e.to_json()))
+            .collect()
     };
     ChainEntries {
         service_defaults: by_name(Kind::ServiceDefaults),
-        proxy_defaults: config.get(Kind::ProxyDefaults, "global").map(ConfigEntry::to_json),
+        proxy_defaults: config
+            .get(Kind::ProxyDefaults, "global")
+            .map(ConfigEntry::to_json),
         resolvers: by_name(Kind::ServiceResolver),
         splitters: by_name(Kind::ServiceSplitter),
         routers: by_name(Kind::ServiceRouter),
     }
 }
 
-async fn get_chain(State(c): State<Control>, ctx: Ctx, Path(service): Path<String>) -> Result<Response, ApiError> {
+async fn get_chain(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(service): Path<String>,
+) -> Result<Response, ApiError> {
     serve(c, ctx, service, None).await
 }
 
-async fn post_chain(State(c): State<Control>, ctx: Ctx, Path(service): Path<String>, body: Bytes) -> Result<Response, ApiError> {
-    let overrides = if body.iter().all(u8::is_ascii_whitespace) { None } else { Some(body) };
+async fn post_chain(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(service): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let overrides = if body.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        Some(body)
+    };
     serve(c, ctx, service, overrides).await
 }
 
-async fn serve(c: Control, ctx: Ctx, service: String, body: Option<Bytes>) -> Result<Response, ApiError> {
+async fn serve(
+    c: Control,
+    ctx: Ctx,
+    service: String,
+    body: Option<Bytes>,
+) -> Result<Response, ApiError> {
     let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
     let mut req = ChainRequest {
         service: service.clone(),
-        datacenter: ctx.query.non_empty("compile-dc").unwrap_or(&c.store.cfg.datacenter).to_owned(),
+        datacenter: ctx
+            .query
+            .non_empty("compile-dc")
+            .unwrap_or(&c.store.cfg.datacenter)
+            .to_owned(),
         trust_domain: c.trust_domain(),
         override_protocol: None,
         override_connect_timeout: None,
@@ -72,12 +106,20 @@ async fn serve(c: Control, ctx: Ctx, service: String, body: Option<Bytes>) -> Re
         req = req.with_overrides(chain::decode_overrides(body).map_err(chain_error)?);
     }
     let authz = c.authz(&ctx)?;
-    authz.require(Resource::Service, &service, Level::Read).map_err(ApiError::from_text)?;
-    let cache_key = opts.cached.then(|| format!("chain:{service}:{:?}", body.as_deref()));
-    let spec = ReadSpec { cache_key, suppress_unchanged: true };
+    authz
+        .require(Resource::Service, &service, Level::Read)
+        .map_err(ApiError::from_text)?;
+    let cache_key = opts
+        .cached
+        .then(|| format!("chain:{service}:{:?}", body.as_deref()));
+    let spec = ReadSpec {
+        cache_key,
+        suppress_unchanged: true,
+    };
     let a = server_read(&c.store, &opts, spec, |st| {
         let compiled = chain::compile(&chain_entries(&st.config), &req).map_err(chain_error)?;
-        let body = serde_json::to_value(&compiled).map_err(|e| ApiError::from_text(e.to_string()))?;
+        let body =
+            serde_json::to_value(&compiled).map_err(|e| ApiError::from_text(e.to_string()))?;
         Ok((st.config.max_index(), body))
     })
     .await?;

@@ -21,9 +21,18 @@ use crate::control::Control;
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
         .route("/v1/config", methods("OPTIONS,PUT", put(apply)))
-        .route("/v1/config/", methods("OPTIONS,GET,DELETE", get(no_kind).delete(no_kind)))
-        .route("/v1/config/{kind}", methods("OPTIONS,GET,DELETE", get(list).delete(delete_no_name)))
-        .route("/v1/config/{kind}/{*name}", methods("OPTIONS,GET,DELETE", get(get_one).delete(delete)))
+        .route(
+            "/v1/config/",
+            methods("OPTIONS,GET,DELETE", get(no_kind).delete(no_kind)),
+        )
+        .route(
+            "/v1/config/{kind}",
+            methods("OPTIONS,GET,DELETE", get(list).delete(delete_no_name)),
+        )
+        .route(
+            "/v1/config/{kind}/{*name}",
+            methods("OPTIONS,GET,DELETE", get(get_one).delete(delete)),
+        )
 }
 
 /// A config entry error as the API reports it.
@@ -33,7 +42,10 @@ pub(crate) fn config_error(e: ConfigError) -> SimError {
         ConfigError::NotFound { .. } => 404,
         _ => 500,
     };
-    SimError::Rejected { status, message: e.to_string() }
+    SimError::Rejected {
+        status,
+        message: e.to_string(),
+    }
 }
 
 fn api(e: ConfigError) -> ApiError {
@@ -52,13 +64,17 @@ fn allowed(authz: &Authorizer, kind: Kind, name: &str, level: Level) -> Result<(
 }
 
 fn parse_kind(kind: &str) -> Result<Kind, ApiError> {
-    Kind::parse(kind).ok_or_else(|| ApiError::bad_request(format!("invalid config entry kind: {kind}")))
+    Kind::parse(kind)
+        .ok_or_else(|| ApiError::bad_request(format!("invalid config entry kind: {kind}")))
 }
 
 fn parse_cas(ctx: &Ctx) -> Result<Option<u64>, ApiError> {
     ctx.query
         .non_empty("cas")
-        .map(|v| v.parse().map_err(|_| ApiError::bad_request(format!("Failed to parse cas parameter: {v:?}"))))
+        .map(|v| {
+            v.parse()
+                .map_err(|_| ApiError::bad_request(format!("Failed to parse cas parameter: {v:?}")))
+        })
         .transpose()
 }
 
@@ -88,11 +104,18 @@ async fn delete_no_name() -> ApiError {
     ApiError::not_found("Must provide both a kind and name to delete")
 }
 
-async fn list(State(c): State<Control>, ctx: Ctx, Path(kind): Path<String>) -> Result<Response, ApiError> {
+async fn list(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(kind): Path<String>,
+) -> Result<Response, ApiError> {
     let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
     let kind = parse_kind(&kind)?;
     let authz = c.authz(&ctx)?;
-    let spec = ReadSpec { cache_key: None, suppress_unchanged: false };
+    let spec = ReadSpec {
+        cache_key: None,
+        suppress_unchanged: false,
+    };
     let a = server_read(&c.store, &opts, spec, |st| {
         let items: Vec<Value> = st
             .config
@@ -107,21 +130,37 @@ async fn list(State(c): State<Control>, ctx: Ctx, Path(kind): Path<String>) -> R
     Ok(meta::json_with(&a.body, ctx.pretty, Some(a.meta), None))
 }
 
-async fn get_one(State(c): State<Control>, ctx: Ctx, Path((kind, name)): Path<(String, String)>) -> Result<Response, ApiError> {
+async fn get_one(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path((kind, name)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
     let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
     let kind = parse_kind(&kind)?;
     let authz = c.authz(&ctx)?;
     allowed(&authz, kind, &name, Level::Read)?;
-    let spec = ReadSpec { cache_key: None, suppress_unchanged: false };
-    let a = server_read(&c.store, &opts, spec, |st| match st.config.get(kind, &name) {
-        Some(e) => Ok((st.config.max_index(), e.to_json())),
-        None => Err(api(ConfigError::NotFound { kind: kind.as_str().to_owned(), name: name.clone() })),
+    let spec = ReadSpec {
+        cache_key: None,
+        suppress_unchanged: false,
+    };
+    let a = server_read(&c.store, &opts, spec, |st| {
+        match st.config.get(kind, &name) {
+            Some(e) => Ok((st.config.max_index(), e.to_json())),
+            None => Err(api(ConfigError::NotFound {
+                kind: kind.as_str().to_owned(),
+                name: name.clone(),
+            })),
+        }
     })
     .await?;
     Ok(meta::json_with(&a.body, ctx.pretty, Some(a.meta), None))
 }
 
-async fn delete(State(c): State<Control>, ctx: Ctx, Path((kind, name)): Path<(String, String)>) -> Result<Response, ApiError> {
+async fn delete(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path((kind, name)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
     let kind = parse_kind(&kind)?;
     let authz = c.authz(&ctx)?;
     allowed(&authz, kind, &name, Level::Write)?;
@@ -136,6 +175,10 @@ async fn delete(State(c): State<Control>, ctx: Ctx, Path((kind, name)): Path<(St
             st.config.delete(kind, &name, cas, index)
         })
         .map_err(api)?;
-    let body = if cas.is_some() { Value::Bool(ok) } else { json!({}) };
+    let body = if cas.is_some() {
+        Value::Bool(ok)
+    } else {
+        json!({})
+    };
     Ok(meta::json(&body, ctx.pretty))
 }

@@ -5,7 +5,7 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
@@ -23,74 +23,117 @@ use crate::intention::{self, IntentionError};
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
-        .route("/v1/agent/connect/ca/roots", methods("OPTIONS,GET", get(agent_roots)))
-        .route("/v1/agent/connect/ca/leaf/", methods("OPTIONS,GET", get(leaf_empty)))
-        .route("/v1/agent/connect/ca/leaf/{*service}", methods("OPTIONS,GET", get(leaf)))
-        .route("/v1/agent/connect/authorize", methods("OPTIONS,POST", post(authorize)))
-        .route("/v1/connect/ca/roots", methods("OPTIONS,GET", get(server_roots)))
-        .route("/v1/connect/ca/configuration", methods("OPTIONS,GET,PUT", get(ca_config_get).put(ca_config_put)))
+        .route(
+            "/v1/agent/connect/ca/roots",
+            methods("OPTIONS,GET", get(agent_roots)),
+        )
+        .route(
+            "/v1/agent/connect/ca/leaf/",
+            methods("OPTIONS,GET", get(leaf_empty)),
+        )
+        .route(
+            "/v1/agent/connect/ca/leaf/{*service}",
+            methods("OPTIONS,GET", get(leaf)),
+        )
+        .route(
+            "/v1/agent/connect/authorize",
+            methods("OPTIONS,POST", post(authorize)),
+        )
+        .route(
+            "/v1/connect/ca/roots",
+            methods("OPTIONS,GET", get(server_roots)),
+        )
+        .route(
+            "/v1/connect/ca/configuration",
+            methods("OPTIONS,GET,PUT", get(ca_config_get).put(ca_config_put)),
+        )
 }
 
 async fn agent_roots(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
     let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
-    let key = format!("roots:{}", opts.dc.as_deref().unwrap_or(&c.store.cfg.datacenter));
-    let spec = ReadSpec { cache_key: Some(key), suppress_unchanged: false };
-    let a = server_read(&c.store, &opts, spec, |st| Ok((st.ca.roots_index(), st.ca.roots_json()))).await?;
+    let key = format!(
+        "roots:{}",
+        opts.dc.as_deref().unwrap_or(&c.store.cfg.datacenter)
+    );
+    let spec = ReadSpec {
+        cache_key: Some(key),
+        suppress_unchanged: false,
+    };
+    let a = server_read(&c.store, &opts, spec, |st| {
+        Ok((st.ca.roots_index(), st.ca.roots_json()))
+    })
+    .await?;
     Ok(meta::json_with(&a.body, ctx.pretty, Some(a.meta), a.cache))
 }
 
 async fn server_roots(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
     let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
     let cache_key = opts.cached.then(|| "server-roots".to_owned());
-    let spec = ReadSpec { cache_key, suppress_unchanged: false };
-    let a = server_read(&c.store, &opts, spec, |st| Ok((st.ca.roots_index(), st.ca.roots_json()))).await?;
+    let spec = ReadSpec {
+        cache_key,
+        suppress_unchanged: false,
+    };
+    let a = server_read(&c.store, &opts, spec, |st| {
+        Ok((st.ca.roots_index(), st.ca.roots_json()))
+    })
+    .await?;
     if ctx.query.get("pem").is_some_and(|v| v == "true") {
         let pems = a.body["Roots"].as_array().into_iter().flatten();
         let bundle: String = pems.filter_map(|r| r["RootCert"].as_str()).collect();
-        let mut resp = (axum::http::StatusCode::OK, bundle).into_response_text();
+        let mut resp = bundle.into_response();
+        meta::set(
+            resp.headers_mut(),
+            "content-type",
+            "application/pem-certificate-chain",
+        );
         a.meta.apply(resp.headers_mut());
         return Ok(resp);
     }
     Ok(meta::json_with(&a.body, ctx.pretty, Some(a.meta), a.cache))
 }
 
-trait TextResponse {
-    fn into_response_text(self) -> Response;
-}
-
-impl TextResponse for (axum::http::StatusCode, String) {
-    fn into_response_text(self) -> Response {
-        use axum::response::IntoResponse;
-        let mut r = self.into_response();
-        meta::set(r.headers_mut(), "content-type", "application/pem-certificate-chain");
-        r
-    }
-}
-
 async fn leaf_empty() -> ApiError {
     ApiError::from_text("URI must be either service, agent, server, or kind")
 }
 
-async fn leaf(State(c): State<Control>, ctx: Ctx, Path(service): Path<String>) -> Result<Response, ApiError> {
+async fn leaf(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(service): Path<String>,
+) -> Result<Response, ApiError> {
     reject_enterprise(&ctx.query, &ctx.headers)?;
     let (wait, min_index) = parse_wait_index(&ctx.query)?;
     let authz = c.authz(&ctx)?;
-    authz.require(Resource::Service, &service, Level::Write).map_err(ApiError::from_text)?;
+    authz
+        .require(Resource::Service, &service, Level::Write)
+        .map_err(ApiError::from_text)?;
     let agent_dc = c.store.cfg.datacenter.clone();
     if let Some(dc) = ctx.query.non_empty("dc") {
         if dc != agent_dc {
-            return Err(ApiError::from_text("SPIFFE ID in CSR from a different datacenter"));
+            return Err(ApiError::from_text(
+                "SPIFFE ID in CSR from a different datacenter",
+            ));
         }
     }
     let answer = if min_index == 0 {
         c.store.leaf_now(&service, &agent_dc)?
     } else {
         let timeout = c.store.cfg.blocking.leaf_timeout(wait);
-        c.store.leaf_blocking(&service, &agent_dc, min_index, timeout).await?
+        c.store
+            .leaf_blocking(&service, &agent_dc, min_index, timeout)
+            .await?
     };
     let mut resp = meta::json(&answer.leaf.to_json(), ctx.pretty);
-    meta::set(resp.headers_mut(), "x-consul-index", &answer.leaf.modify_index.max(1).to_string());
-    let cache = if answer.hit { CacheMeta::Hit { age_secs: 0 } } else { CacheMeta::Miss };
+    meta::set(
+        resp.headers_mut(),
+        "x-consul-index",
+        &answer.leaf.modify_index.max(1).to_string(),
+    );
+    let cache = if answer.hit {
+        CacheMeta::Hit { age_secs: 0 }
+    } else {
+        CacheMeta::Miss
+    };
     cache.apply(resp.headers_mut());
     Ok(resp)
 }
@@ -106,8 +149,11 @@ struct AuthorizeRequest {
     _client_cert_serial: String,
 }
 
-const AUTHORIZE_KEYS: KeySchema =
-    KeySchema { canonical: &["Target", "ClientCertURI", "ClientCertSerial"], opaque: &[], keyed: &[] };
+const AUTHORIZE_KEYS: KeySchema = KeySchema {
+    canonical: &["Target", "ClientCertURI", "ClientCertSerial"],
+    opaque: &[],
+    keyed: &[],
+};
 
 pub(crate) fn intention_default(c: &Control) -> intention::DefaultPolicy {
     let cfg = &c.store.cfg;
@@ -122,24 +168,38 @@ pub(crate) fn intention_default(c: &Control) -> intention::DefaultPolicy {
 }
 
 async fn authorize(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
-    let req: AuthorizeRequest =
-        decode_body(&body, &AUTHORIZE_KEYS).map_err(|e| ApiError::bad_request(format!("Request decode failed: {e}")))?;
+    let req: AuthorizeRequest = decode_body(&body, &AUTHORIZE_KEYS)
+        .map_err(|e| ApiError::bad_request(format!("Request decode failed: {e}")))?;
     if req.target.is_empty() {
         return Err(ApiError::bad_request("Target service must be specified"));
     }
     // Steps 3 and 4 come before the token is resolved.
     match crate::spiffe::parse(&req.client_cert_uri) {
-        Err(_) => return Err(ApiError::bad_request("ClientCertURI not a valid Connect identifier")),
+        Err(_) => {
+            return Err(ApiError::bad_request(
+                "ClientCertURI not a valid Connect identifier",
+            ));
+        }
         Ok(crate::spiffe::SpiffeId::Service { .. }) => {}
-        Ok(_) => return Err(ApiError::bad_request("ClientCertURI not a valid Service identifier")),
+        Ok(_) => {
+            return Err(ApiError::bad_request(
+                "ClientCertURI not a valid Service identifier",
+            ));
+        }
     }
     let authz = c.authz(&ctx)?;
-    authz.require(Resource::Service, &req.target, Level::Write).map_err(ApiError::from_text)?;
+    authz
+        .require(Resource::Service, &req.target, Level::Write)
+        .map_err(ApiError::from_text)?;
     let default = intention_default(&c);
     let opts = QueryOpts::default();
-    let spec = ReadSpec { cache_key: Some(format!("intention-match:destination:{}", req.target)), suppress_unchanged: false };
+    let spec = ReadSpec {
+        cache_key: Some(format!("intention-match:destination:{}", req.target)),
+        suppress_unchanged: false,
+    };
     let a = server_read(&c.store, &opts, spec, |st| {
-        let d = intention::authorize(&st.config, &req.target, &req.client_cert_uri, &default).map_err(intention_err)?;
+        let d = intention::authorize(&st.config, &req.target, &req.client_cert_uri, &default)
+            .map_err(intention_err)?;
         Ok((0, json!({ "Authorized": d.allowed, "Reason": d.reason })))
     })
     .await?;
@@ -153,26 +213,45 @@ fn intention_err(e: IntentionError) -> ApiError {
 async fn ca_config_get(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
     let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
     let authz = c.authz(&ctx)?;
-    authz.require(Resource::Operator, "", Level::Read).map_err(ApiError::from_text)?;
-    let spec = ReadSpec { cache_key: None, suppress_unchanged: false };
-    let a = server_read(&c.store, &opts, spec, |st| Ok((st.ca_config_index, st.ca.config_json()))).await?;
-    Ok(meta::json_with(&a.body, ctx.pretty, Some(QueryMeta { ..a.meta }), None))
+    authz
+        .require(Resource::Operator, "", Level::Read)
+        .map_err(ApiError::from_text)?;
+    let spec = ReadSpec {
+        cache_key: None,
+        suppress_unchanged: false,
+    };
+    let a = server_read(&c.store, &opts, spec, |st| {
+        Ok((st.ca_config_index, st.ca.config_json()))
+    })
+    .await?;
+    Ok(meta::json_with(
+        &a.body,
+        ctx.pretty,
+        Some(QueryMeta { ..a.meta }),
+        None,
+    ))
 }
 
-async fn ca_config_put(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
+async fn ca_config_put(
+    State(c): State<Control>,
+    ctx: Ctx,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let authz = c.authz(&ctx)?;
-    authz.require(Resource::Operator, "", Level::Write).map_err(ApiError::from_text)?;
+    authz
+        .require(Resource::Operator, "", Level::Write)
+        .map_err(ApiError::from_text)?;
     if c.store.servers_down() {
         return Err(ApiError::no_servers());
     }
-    let value = crate::decode::parse_json(&body).map_err(|e| ApiError::bad_request(format!("Request decode failed: {e}")))?;
+    let value = crate::decode::parse_json(&body)
+        .map_err(|e| ApiError::bad_request(format!("Request decode failed: {e}")))?;
     let now = OffsetDateTime::now_utc();
     c.store.write(|st| {
         let index = st.next_index();
-        st.ca.apply_config(&value, now, index).map_err(|e| ApiError::new(
-            axum::http::StatusCode::from_u16(e.http_status()).unwrap_or_default(),
-            e.to_string(),
-        ))?;
+        c.store
+            .with_rng(|r| st.ca.apply_config(&value, now, index, r))
+            .map_err(|e| ApiError::with_status(e.http_status(), e.to_string()))?;
         st.ca_config_index = index;
         Ok::<_, ApiError>(())
     })?;

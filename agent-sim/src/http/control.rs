@@ -23,7 +23,10 @@ use crate::store::CheckUpdate;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
-        .route("/faults", get(list_faults).put(add_fault).delete(clear_faults))
+        .route(
+            "/faults",
+            get(list_faults).put(add_fault).delete(clear_faults),
+        )
         .route("/faults/{id}", delete(remove_fault))
         .route("/index-reset", post(index_reset))
         .route("/restart", post(restart))
@@ -35,54 +38,68 @@ pub(crate) fn routes() -> Router<Control> {
         .route("/checks", put(set_check))
         .route("/tokens", post(create_token))
         .route("/log", get(log).delete(clear_log))
-        .fallback(|| async { ApiError::not_found("unknown control endpoint; see the README's control API section") })
+        .fallback(|| async {
+            ApiError::not_found("unknown control endpoint; see the README's control API section")
+        })
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, ApiError> {
-    let body = if body.iter().all(u8::is_ascii_whitespace) { &b"{}"[..] } else { body };
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid control request: {e}")))
+    let body = if body.iter().all(u8::is_ascii_whitespace) {
+        &b"{}"[..]
+    } else {
+        body
+    };
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid control request: {e}")))
 }
 
 fn duration(text: Option<&str>) -> Result<Option<Duration>, ApiError> {
-    text.map(|t| GoDuration::parse(t).map(GoDuration::to_std).map_err(|e| ApiError::bad_request(e.to_string())))
-        .transpose()
-}
-
-fn rejected(e: crate::SimError) -> ApiError {
-    match e {
-        crate::SimError::Rejected { status, message } => {
-            ApiError::new(axum::http::StatusCode::from_u16(status).unwrap_or_default(), message)
-        }
-        other => ApiError::from_text(other.to_string()),
-    }
+    text.map(|t| {
+        GoDuration::parse(t)
+            .map(GoDuration::to_std)
+            .map_err(|e| ApiError::bad_request(e.to_string()))
+    })
+    .transpose()
 }
 
 async fn list_faults(State(c): State<Control>) -> Response {
     Json(c.faults()).into_response()
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AddFault {
-    #[serde(flatten)]
-    fault: Fault,
-    /// Undo automatically after this long (Go duration).
-    #[serde(rename = "For", default)]
-    for_: Option<String>,
-}
-
+/// Body: a [`Fault`] (`{"Kind":"latency","Delay":"250ms"}`) plus an optional `"For":"5s"` after
+/// which it undoes itself.
 async fn add_fault(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
-    let req: AddFault = parse(&body)?;
-    let id = match duration(req.for_.as_deref())? {
-        Some(d) => c.inject_for(req.fault, d),
-        None => c.inject(req.fault).keep(),
+    let mut value: Value = parse(&body)?;
+    let for_ = match value.as_object_mut().and_then(|o| o.remove("For")) {
+        Some(Value::String(s)) => Some(s),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "For must be a duration string, got {other}"
+            )));
+        }
+        None => None,
+    };
+    let fault: Fault = serde_json::from_value(value)
+        .map_err(|e| ApiError::bad_request(format!("invalid control request: {e}")))?;
+    let id = match duration(for_.as_deref())? {
+        Some(d) => c.inject_for(fault, d),
+        None => c.inject(fault).keep(),
     };
     Ok(Json(json!({ "ID": id })).into_response())
 }
 
-async fn remove_fault(State(c): State<Control>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    let id: u64 = id.parse().map_err(|_| ApiError::bad_request(format!("fault id {id:?} is not a number")))?;
-    if c.remove_fault(id) { Ok(Json(true).into_response()) } else { Err(ApiError::not_found(format!("no active fault {id}"))) }
+async fn remove_fault(
+    State(c): State<Control>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let id: u64 = id
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("fault id {id:?} is not a number")))?;
+    if c.remove_fault(id) {
+        Ok(Json(true).into_response())
+    } else {
+        Err(ApiError::not_found(format!("no active fault {id}")))
+    }
 }
 
 async fn clear_faults(State(c): State<Control>) -> Response {
@@ -122,7 +139,7 @@ fn yes() -> bool {
 
 async fn rotate(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
     let req: Rotate = parse(&body)?;
-    c.rotate_ca(req.cross_sign).map_err(rejected)?;
+    c.rotate_ca(req.cross_sign).map_err(ApiError::from)?;
     Ok(Json(true).into_response())
 }
 
@@ -151,20 +168,23 @@ fn identity_json(id: &crate::ca::ClientIdentity) -> Value {
     json!({ "URI": id.uri, "CertChainPEM": id.cert_chain_pem, "PrivateKeyPEM": id.private_key_pem })
 }
 
-async fn identity(State(c): State<Control>, Path(service): Path<String>) -> Result<Response, ApiError> {
-    let id = c.issue_identity(&service).map_err(rejected)?;
+async fn identity(
+    State(c): State<Control>,
+    Path(service): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = c.issue_identity(&service).map_err(ApiError::from)?;
     Ok(Json(identity_json(&id)).into_response())
 }
 
 async fn forge(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
     let what: Forgery = parse(&body)?;
-    let id = c.forge(&what).map_err(rejected)?;
+    let id = c.forge(&what).map_err(ApiError::from)?;
     Ok(Json(identity_json(&id)).into_response())
 }
 
 async fn set_check(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
     let update: CheckUpdate = parse(&body)?;
-    c.set_check(update).map_err(rejected)?;
+    c.set_check(update).map_err(ApiError::from)?;
     Ok(Json(true).into_response())
 }
 
@@ -179,13 +199,17 @@ struct NewToken {
 
 async fn create_token(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
     let req: NewToken = parse(&body)?;
-    let token = c.create_token(&req.rules, &req.description).map_err(rejected)?;
+    let token = c
+        .create_token(&req.rules, &req.description)
+        .map_err(ApiError::from)?;
     Ok(Json(token).into_response())
 }
 
 async fn log(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
     let since = match ctx.query.non_empty("since") {
-        Some(s) => s.parse().map_err(|_| ApiError::bad_request("since must be a sequence number"))?,
+        Some(s) => s
+            .parse()
+            .map_err(|_| ApiError::bad_request("since must be a sequence number"))?,
         None => 0,
     };
     Ok(Json(json!({ "Dropped": c.log.dropped(), "Entries": c.log.since(since) })).into_response())

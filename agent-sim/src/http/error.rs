@@ -28,6 +28,14 @@ impl ApiError {
         }
     }
 
+    /// An error with a numeric status (500 when the number is not a status).
+    pub fn with_status(status: u16, body: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            body,
+        )
+    }
+
     /// 400 with `body`.
     pub fn bad_request(body: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, body)

@@ -20,36 +20,60 @@ use crate::service;
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
         .route("/v1/health/connect/", methods("OPTIONS,GET", get(missing)))
-        .route("/v1/health/connect/{*service}", methods("OPTIONS,GET", get(connect)))
+        .route(
+            "/v1/health/connect/{*service}",
+            methods("OPTIONS,GET", get(connect)),
+        )
         .route("/v1/health/service/", methods("OPTIONS,GET", get(missing)))
-        .route("/v1/health/service/{*service}", methods("OPTIONS,GET", get(by_service)))
+        .route(
+            "/v1/health/service/{*service}",
+            methods("OPTIONS,GET", get(by_service)),
+        )
 }
 
 async fn missing() -> ApiError {
     ApiError::bad_request("Missing service name")
 }
 
-async fn connect(State(c): State<Control>, ctx: Ctx, Path(service): Path<String>) -> Result<Response, ApiError> {
+async fn connect(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(service): Path<String>,
+) -> Result<Response, ApiError> {
     serve(c, ctx, service, true).await
 }
 
-async fn by_service(State(c): State<Control>, ctx: Ctx, Path(service): Path<String>) -> Result<Response, ApiError> {
+async fn by_service(
+    State(c): State<Control>,
+    ctx: Ctx,
+    Path(service): Path<String>,
+) -> Result<Response, ApiError> {
     let connect = ctx.query.flag("connect").unwrap_or(false);
     serve(c, ctx, service, connect).await
 }
 
 async fn serve(c: Control, ctx: Ctx, service: String, connect: bool) -> Result<Response, ApiError> {
     let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
-    let passing = ctx.query.flag("passing").map_err(|()| ApiError::bad_request("Invalid value for ?passing"))?;
+    let passing = ctx
+        .query
+        .flag("passing")
+        .map_err(|()| ApiError::bad_request("Invalid value for ?passing"))?;
     if opts.filter.is_some() {
-        return Err(ApiError::from_text("agent-sim does not evaluate ?filter expressions"));
+        return Err(ApiError::from_text(
+            "agent-sim does not evaluate ?filter expressions",
+        ));
     }
     let tags = ctx.query.all("tag");
     let node_meta: Vec<(String, String)> = ctx
         .query
         .all("node-meta")
         .into_iter()
-        .map(|p| p.split_once(':').map_or((p.clone(), String::new()), |(k, v)| (k.to_owned(), v.to_owned())))
+        .map(|p| {
+            p.split_once(':')
+                .map_or((p.clone(), String::new()), |(k, v)| {
+                    (k.to_owned(), v.to_owned())
+                })
+        })
         .collect();
     let merge = ctx.query.has("merge-central-config");
     let authz = c.authz(&ctx)?;
@@ -58,8 +82,13 @@ async fn serve(c: Control, ctx: Ctx, service: String, connect: bool) -> Result<R
     }
     let dc = c.store.cfg.datacenter.clone();
     let streaming = (opts.cached || opts.min_index > 0) && !ctx.query.has("near") && !merge;
-    let cache_key = opts.cached.then(|| format!("health:{connect}:{service}:{passing}:{tags:?}:{node_meta:?}"));
-    let spec = ReadSpec { cache_key, suppress_unchanged: merge };
+    let cache_key = opts
+        .cached
+        .then(|| format!("health:{connect}:{service}:{passing}:{tags:?}:{node_meta:?}"));
+    let spec = ReadSpec {
+        cache_key,
+        suppress_unchanged: merge,
+    };
     let a = server_read(&c.store, &opts, spec, |st| {
         let (index, entries) = st.health_entries(&service, connect, passing);
         let items: Vec<Value> = entries
@@ -72,8 +101,13 @@ async fn serve(c: Control, ctx: Ctx, service: String, connect: bool) -> Result<R
             })
             .map(|(node, svc, checks)| {
                 if merge && svc.kind == service::ServiceKind::ConnectProxy {
-                    let central = st.config.central_config_for(&svc.proxy.destination_service_name);
-                    let merged = service::merge_central_config(svc, &crate::http::agent::to_service_central(central));
+                    let central = st
+                        .config
+                        .central_config_for(&svc.proxy.destination_service_name);
+                    let merged = service::merge_central_config(
+                        svc,
+                        &crate::http::agent::to_service_central(central),
+                    );
                     return service::health_entry_json(node, &merged, &checks);
                 }
                 service::health_entry_json(node, svc, &checks)

@@ -4,7 +4,6 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Value, json};
@@ -22,11 +21,20 @@ use crate::intention::{self, IntentionError};
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
-        .route("/v1/connect/intentions/match", methods("OPTIONS,GET", get(match_)))
-        .route("/v1/connect/intentions/check", methods("OPTIONS,GET", get(check)))
+        .route(
+            "/v1/connect/intentions/match",
+            methods("OPTIONS,GET", get(match_)),
+        )
+        .route(
+            "/v1/connect/intentions/check",
+            methods("OPTIONS,GET", get(check)),
+        )
         .route(
             "/v1/connect/intentions/exact",
-            methods("OPTIONS,GET,PUT,DELETE", get(exact_get).put(exact_put).delete(exact_delete)),
+            methods(
+                "OPTIONS,GET,PUT,DELETE",
+                get(exact_get).put(exact_put).delete(exact_delete),
+            ),
         )
 }
 
@@ -37,22 +45,14 @@ pub(crate) fn intention_error(e: IntentionError) -> SimError {
         IntentionError::NotFound(_) => 404,
         _ => 500,
     };
-    SimError::Rejected { status, message: e.to_string() }
+    SimError::Rejected {
+        status,
+        message: e.to_string(),
+    }
 }
 
 fn api(e: IntentionError) -> ApiError {
     intention_error(e).into()
-}
-
-impl From<SimError> for ApiError {
-    fn from(e: SimError) -> Self {
-        match e {
-            SimError::Rejected { status, message } => {
-                Self::new(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), message)
-            }
-            other => Self::from_text(other.to_string()),
-        }
-    }
 }
 
 async fn match_(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
@@ -61,13 +61,25 @@ async fn match_(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError
     let (by, services) = intention::parse_match_query(ctx.query.get("by"), &names).map_err(api)?;
     let authz = c.authz(&ctx)?;
     for s in &services {
-        authz.require(Resource::Intention, s, Level::Read).map_err(ApiError::from_text)?;
+        authz
+            .require(Resource::Intention, s, Level::Read)
+            .map_err(ApiError::from_text)?;
     }
     let by_word = ctx.query.get("by").unwrap_or_default();
-    let cache_key = opts.cached.then(|| format!("intention-match:{by_word}:{}", names.join(",")));
-    let spec = ReadSpec { cache_key, suppress_unchanged: true };
-    let a = server_read(&c.store, &opts, spec, |st| Ok((st.config.max_index(), intention::match_json(&st.config, by, &names))))
-        .await?;
+    let cache_key = opts
+        .cached
+        .then(|| format!("intention-match:{by_word}:{}", names.join(",")));
+    let spec = ReadSpec {
+        cache_key,
+        suppress_unchanged: true,
+    };
+    let a = server_read(&c.store, &opts, spec, |st| {
+        Ok((
+            st.config.max_index(),
+            intention::match_json(&st.config, by, &names),
+        ))
+    })
+    .await?;
     let m = a.meta.with_consistency(opts.stale, opts.consistent);
     Ok(meta::json_with(&a.body, ctx.pretty, Some(m), a.cache))
 }
@@ -84,13 +96,28 @@ async fn check(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError>
     let destination = required(&ctx, "destination")?.to_owned();
     let authz = c.authz(&ctx)?;
     let dest_name = destination.rsplit('/').next().unwrap_or_default();
-    authz.require(Resource::Service, dest_name, Level::Read).map_err(ApiError::from_text)?;
+    authz
+        .require(Resource::Service, dest_name, Level::Read)
+        .map_err(ApiError::from_text)?;
     let source_type = ctx.query.non_empty("source-type").map(str::to_owned);
     let default = intention_default(&c);
-    let spec = ReadSpec { cache_key: None, suppress_unchanged: false };
-    let q = QueryOpts { min_index: 0, ..opts };
+    let spec = ReadSpec {
+        cache_key: None,
+        suppress_unchanged: false,
+    };
+    let q = QueryOpts {
+        min_index: 0,
+        ..opts
+    };
     let a = server_read(&c.store, &q, spec, |st| {
-        let allowed = intention::check(&st.config, &source, &destination, source_type.as_deref(), &default).map_err(api)?;
+        let allowed = intention::check(
+            &st.config,
+            &source,
+            &destination,
+            source_type.as_deref(),
+            &default,
+        )
+        .map_err(api)?;
         Ok((st.config.max_index(), json!({ "Allowed": allowed })))
     })
     .await?;
@@ -108,7 +135,10 @@ async fn exact_get(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiEr
     {
         return Err(ApiError::from_text("Permission denied"));
     }
-    let spec = ReadSpec { cache_key: None, suppress_unchanged: false };
+    let spec = ReadSpec {
+        cache_key: None,
+        suppress_unchanged: false,
+    };
     let a = server_read(&c.store, &opts, spec, |st| {
         let ixn = intention::exact_get(&st.config, &source, &destination).map_err(api)?;
         Ok((st.config.max_index(), ixn.to_json()))
@@ -120,7 +150,9 @@ async fn exact_get(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiEr
 fn write_guard(c: &Control, ctx: &Ctx, destination: &str) -> Result<(), ApiError> {
     let authz = c.authz(ctx)?;
     let name = destination.rsplit('/').next().unwrap_or_default();
-    authz.require(Resource::Intention, name, Level::Write).map_err(ApiError::from_text)?;
+    authz
+        .require(Resource::Intention, name, Level::Write)
+        .map_err(ApiError::from_text)?;
     if c.store.servers_down() {
         return Err(ApiError::no_servers());
     }

@@ -21,7 +21,12 @@ pub struct QueryMeta {
 impl QueryMeta {
     /// Metadata of a read answered by the leader.
     pub fn leader(index: u64) -> Self {
-        Self { index, known_leader: true, last_contact_ms: 0, consistency: None }
+        Self {
+            index,
+            known_leader: true,
+            last_contact_ms: 0,
+            consistency: None,
+        }
     }
 
     /// Adds `X-Consul-Effective-Consistency` for a request with these flags.
@@ -39,8 +44,16 @@ impl QueryMeta {
     /// Writes the headers.
     pub fn apply(&self, headers: &mut HeaderMap) {
         set(headers, "x-consul-index", &self.index.max(1).to_string());
-        set(headers, "x-consul-knownleader", if self.known_leader { "true" } else { "false" });
-        set(headers, "x-consul-lastcontact", &self.last_contact_ms.to_string());
+        set(
+            headers,
+            "x-consul-knownleader",
+            if self.known_leader { "true" } else { "false" },
+        );
+        set(
+            headers,
+            "x-consul-lastcontact",
+            &self.last_contact_ms.to_string(),
+        );
         set(headers, "x-consul-query-backend", "blocking-query");
         if let Some(c) = self.consistency {
             set(headers, "x-consul-effective-consistency", c);
@@ -90,12 +103,20 @@ pub fn json(value: &Value, pretty: bool) -> Response {
         serde_json::to_string(value).unwrap_or_default()
     };
     let mut resp = (StatusCode::OK, body).into_response();
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
 /// A 200 JSON body with query and cache metadata.
-pub fn json_with(value: &Value, pretty: bool, meta: Option<QueryMeta>, cache: Option<CacheMeta>) -> Response {
+pub fn json_with(
+    value: &Value,
+    pretty: bool,
+    meta: Option<QueryMeta>,
+    cache: Option<CacheMeta>,
+) -> Response {
     let mut resp = json(value, pretty);
     if let Some(m) = meta {
         m.apply(resp.headers_mut());
@@ -109,7 +130,10 @@ pub fn json_with(value: &Value, pretty: bool, meta: Option<QueryMeta>, cache: Op
 /// The empty 200 of register/deregister (Content-Type still JSON, as Consul's wrapper sets it).
 pub fn empty_ok() -> Response {
     let mut resp = StatusCode::OK.into_response();
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
@@ -120,14 +144,22 @@ mod tests {
     #[test]
     fn meta_headers() {
         let mut h = HeaderMap::new();
-        QueryMeta::leader(0).with_consistency(true, false).apply(&mut h);
+        QueryMeta::leader(0)
+            .with_consistency(true, false)
+            .apply(&mut h);
         CacheMeta::Hit { age_secs: 3 }.apply(&mut h);
         assert_eq!(h["x-consul-index"], "1", "0 is rewritten to 1");
         assert_eq!(h["x-consul-knownleader"], "true");
         assert_eq!(h["x-consul-lastcontact"], "0");
         assert_eq!(h["x-consul-query-backend"], "blocking-query");
         assert_eq!(h["x-consul-effective-consistency"], "stale");
-        assert_eq!((&h["x-cache"], &h["age"]), (&HeaderValue::from_static("HIT"), &HeaderValue::from_static("3")));
+        assert_eq!(
+            (&h["x-cache"], &h["age"]),
+            (
+                &HeaderValue::from_static("HIT"),
+                &HeaderValue::from_static("3")
+            )
+        );
     }
 
     #[test]

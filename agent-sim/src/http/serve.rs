@@ -36,13 +36,20 @@ pub(crate) struct Answer {
 }
 
 /// Evaluates `eval` (returning the result index and body) per `spec` and the blocking options.
-pub(crate) async fn server_read<F>(store: &Store, opts: &QueryOpts, spec: ReadSpec, eval: F) -> Result<Answer, ApiError>
+pub(crate) async fn server_read<F>(
+    store: &Store,
+    opts: &QueryOpts,
+    spec: ReadSpec,
+    eval: F,
+) -> Result<Answer, ApiError>
 where
     F: Fn(&State) -> Result<(u64, Value), ApiError>,
 {
     let cached = spec.cache_key.is_some();
     let key = spec.cache_key.clone().unwrap_or_default();
-    let view = store.view(&key, cached).map_err(|()| ApiError::no_servers())?;
+    let view = store
+        .view(&key, cached)
+        .map_err(|()| ApiError::no_servers())?;
     let hit = match view {
         View::Live { hit } => hit,
         View::Cached { state, age_secs } => {
@@ -53,13 +60,25 @@ where
                 return Err(ApiError::no_servers());
             }
             let cache = Some(CacheMeta::Hit { age_secs });
-            return Ok(Answer { body, meta: QueryMeta::leader(index), cache });
+            return Ok(Answer {
+                body,
+                meta: QueryMeta::leader(index),
+                cache,
+            });
         }
     };
-    let cache = cached.then_some(if hit { CacheMeta::Hit { age_secs: 0 } } else { CacheMeta::Miss });
+    let cache = cached.then_some(if hit {
+        CacheMeta::Hit { age_secs: 0 }
+    } else {
+        CacheMeta::Miss
+    });
     if opts.min_index == 0 {
         let (index, body) = store.read(&eval)?;
-        return Ok(Answer { body, meta: QueryMeta::leader(index), cache });
+        return Ok(Answer {
+            body,
+            meta: QueryMeta::leader(index),
+            cache,
+        });
     }
     let timeout = store.with_rng(|r| store.cfg.blocking.server_timeout(opts.wait, r));
     let deadline = Instant::now() + timeout;
@@ -88,5 +107,9 @@ where
     })
     .await;
     let (index, body) = result?;
-    Ok(Answer { body, meta: QueryMeta::leader(index), cache })
+    Ok(Answer {
+        body,
+        meta: QueryMeta::leader(index),
+        cache,
+    })
 }

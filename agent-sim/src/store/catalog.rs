@@ -39,7 +39,9 @@ pub(super) fn agent_node(cfg: &SimConfig, rng: &mut impl Rng, index: u64) -> Nod
     let addr = cfg.node_address.clone();
     let tagged = ["lan", "lan_ipv4", "wan", "wan_ipv4"].map(|k| (k.to_owned(), addr.clone()));
     Node {
-        id: uuid::Builder::from_random_bytes(rng.random()).into_uuid().to_string(),
+        id: uuid::Builder::from_random_bytes(rng.random())
+            .into_uuid()
+            .to_string(),
         name: cfg.node_name.clone(),
         address: addr,
         datacenter: cfg.datacenter.clone(),
@@ -68,25 +70,26 @@ pub(super) fn serf_health(node: &str, index: u64) -> HealthCheck {
 }
 
 fn register_error(e: RegisterError) -> ApiError {
-    ApiError::new(axum::http::StatusCode::from_u16(e.status()).unwrap_or_default(), e.to_string())
+    ApiError::with_status(e.status(), e.to_string())
 }
 
 impl State {
-    /// The agent's node name.
-    pub(crate) fn local_node(&self, cfg: &SimConfig) -> String {
-        cfg.node_name.clone()
-    }
-
     /// Services registered on node `node`.
     pub(crate) fn services_on(&self, node: &str) -> Vec<&NodeService> {
-        self.services.iter().filter(|((n, _), _)| n == node).map(|(_, s)| s).collect()
+        self.services
+            .iter()
+            .filter(|((n, _), _)| n == node)
+            .map(|(_, s)| s)
+            .collect()
     }
 
     /// Checks of one service instance plus its node's node-level checks.
     pub(crate) fn checks_for(&self, node: &str, service_id: &str) -> Vec<&HealthCheck> {
         self.checks
             .iter()
-            .filter(|((n, _), c)| n == node && (c.service_id.is_empty() || c.service_id == service_id))
+            .filter(|((n, _), c)| {
+                n == node && (c.service_id.is_empty() || c.service_id == service_id)
+            })
             .map(|(_, c)| c)
             .collect()
     }
@@ -103,7 +106,8 @@ impl State {
         let mut out = Vec::new();
         for ((node, _), svc) in &self.services {
             let matches = if connect {
-                (svc.kind == service::ServiceKind::ConnectProxy && svc.proxy.destination_service_name == service)
+                (svc.kind == service::ServiceKind::ConnectProxy
+                    && svc.proxy.destination_service_name == service)
                     || (svc.service == service && svc.connect.native)
             } else {
                 svc.service == service
@@ -112,17 +116,24 @@ impl State {
                 continue;
             }
             index = index.max(self.service_index.get(&svc.service).copied().unwrap_or(0));
-            let Some(n) = self.nodes.get(node) else { continue };
+            let Some(n) = self.nodes.get(node) else {
+                continue;
+            };
             let checks = self.checks_for(node, &svc.id);
             if passing_only && !service::is_passing(&checks) {
                 continue;
             }
             out.push((n, svc, checks));
         }
+        if index == 0 {
+            // Nothing ever existed under this name: Consul falls back to the table's index.
+            index = self.catalog_index;
+        }
         (index, out)
     }
 
     fn bump_service(&mut self, name: &str, index: u64) {
+        self.catalog_index = self.catalog_index.max(index);
         self.service_index.insert(name.to_owned(), index);
     }
 
@@ -157,7 +168,8 @@ impl State {
         }
         check.modify_index = index;
         if check.ttl.is_some() {
-            self.ttl_touched.insert(key.clone(), OffsetDateTime::now_utc());
+            self.ttl_touched
+                .insert(key.clone(), OffsetDateTime::now_utc());
         }
         if !check.service_name.is_empty() {
             self.bump_service(&check.service_name.clone(), index);
@@ -167,18 +179,32 @@ impl State {
 
     fn remove_service(&mut self, key: &NodeKey, index: u64) -> Option<NodeService> {
         let svc = self.services.remove(key)?;
-        self.checks.retain(|(n, _), c| !(n == &key.0 && c.service_id == key.1));
+        self.checks
+            .retain(|(n, _), c| !(n == &key.0 && c.service_id == key.1));
         let checks = &self.checks;
         self.ttl_touched.retain(|k, _| checks.contains_key(k));
         self.bump_service(&svc.service, index);
         Some(svc)
     }
 
-    fn apply_registration(&mut self, node: &str, reg: Registration, replace_checks: bool, index: u64) {
+    fn apply_registration(
+        &mut self,
+        node: &str,
+        reg: Registration,
+        replace_checks: bool,
+        index: u64,
+    ) {
         for svc in &reg.services {
             if replace_checks {
-                let keep: Vec<&str> = reg.checks.iter().filter(|c| c.service_id == svc.id).map(|c| c.check_id.as_str()).collect();
-                self.checks.retain(|(n, id), c| !(n == node && c.service_id == svc.id && !keep.contains(&id.as_str())));
+                let keep: Vec<&str> = reg
+                    .checks
+                    .iter()
+                    .filter(|c| c.service_id == svc.id)
+                    .map(|c| c.check_id.as_str())
+                    .collect();
+                self.checks.retain(|(n, id), c| {
+                    !(n == node && c.service_id == svc.id && !keep.contains(&id.as_str()))
+                });
             }
         }
         for svc in reg.services {
@@ -202,10 +228,17 @@ impl Store {
         let node = self.cfg.node_name.clone();
         self.write(|st| {
             let existing: Vec<NodeService> = st.services_on(&node).into_iter().cloned().collect();
-            let existing_checks: Vec<HealthCheck> =
-                st.checks.iter().filter(|((n, _), _)| *n == node).map(|(_, c)| c.clone()).collect();
+            let existing_checks: Vec<HealthCheck> = st
+                .checks
+                .iter()
+                .filter(|((n, _), _)| *n == node)
+                .map(|(_, c)| c.clone())
+                .collect();
             let index = st.next_index();
-            let ctx = RegisterContext { existing_checks: &existing_checks, ..RegisterContext::new(&node, &existing, index) };
+            let ctx = RegisterContext {
+                existing_checks: &existing_checks,
+                ..RegisterContext::new(&node, &existing, index)
+            };
             let reg = service::expand_registration(def, &ctx).map_err(register_error)?;
             if let Some(authz) = authz {
                 for need in &reg.acl {
@@ -214,7 +247,8 @@ impl Store {
                             .map_err(|e| ApiError::from_text(e.to_string()))?,
                         None => authz.clone(),
                     };
-                    who.require(Resource::Service, &need.service, Level::Write).map_err(ApiError::from_text)?;
+                    who.require(Resource::Service, &need.service, Level::Write)
+                        .map_err(ApiError::from_text)?;
                 }
             }
             st.apply_registration(&node, reg, replace_checks, index);
@@ -228,7 +262,11 @@ impl Store {
     }
 
     /// Deregisters a local service and the sidecar registered with it; Consul's 404 otherwise.
-    pub(crate) fn deregister_local_with(&self, id: &str, authz: Option<&Authorizer>) -> Result<(), ApiError> {
+    pub(crate) fn deregister_local_with(
+        &self,
+        id: &str,
+        authz: Option<&Authorizer>,
+    ) -> Result<(), ApiError> {
         let node = self.cfg.node_name.clone();
         self.write(|st| {
             let key = (node.clone(), id.to_owned());
@@ -266,7 +304,10 @@ impl Store {
             let index = st.next_index();
             let name = reg.node.name.clone();
             let node_changed = st.nodes.get(&name).is_none_or(|old| {
-                !reg.skip_node_update && (old.address != reg.node.address || old.meta != reg.node.meta || old.tagged_addresses != reg.node.tagged_addresses)
+                !reg.skip_node_update
+                    && (old.address != reg.node.address
+                        || old.meta != reg.node.meta
+                        || old.tagged_addresses != reg.node.tagged_addresses)
             });
             if node_changed {
                 let mut node = reg.node;
@@ -284,7 +325,12 @@ impl Store {
     }
 
     /// Removes a node (no service/check given), one service, or one check from the catalog.
-    pub(crate) fn catalog_deregister(&self, node: &str, service_id: Option<&str>, check_id: Option<&str>) -> Result<(), ApiError> {
+    pub(crate) fn catalog_deregister(
+        &self,
+        node: &str,
+        service_id: Option<&str>,
+        check_id: Option<&str>,
+    ) -> Result<(), ApiError> {
         self.write(|st| {
             let index = st.next_index();
             match (service_id, check_id) {
@@ -297,7 +343,12 @@ impl Store {
                     }
                 }
                 (None, None) => {
-                    let keys: Vec<NodeKey> = st.services.keys().filter(|(n, _)| n == node).cloned().collect();
+                    let keys: Vec<NodeKey> = st
+                        .services
+                        .keys()
+                        .filter(|(n, _)| n == node)
+                        .cloned()
+                        .collect();
                     for k in keys {
                         st.remove_service(&k, index);
                     }
@@ -312,7 +363,10 @@ impl Store {
     /// Sets a check's status (and output). Consul's texts for unknown checks and bad statuses.
     pub(crate) fn update_check(&self, u: CheckUpdate) -> Result<(), ApiError> {
         if !service::valid_status(&u.status) {
-            return Err(ApiError::bad_request(format!("Invalid check status: {:?}", u.status)));
+            return Err(ApiError::bad_request(format!(
+                "Invalid check status: {:?}",
+                u.status
+            )));
         }
         let node = u.node.clone().unwrap_or_else(|| self.cfg.node_name.clone());
         self.write(|st| {

@@ -32,13 +32,17 @@ impl Store {
         let current = self.read(|st| {
             st.leaves
                 .get(service)
-                .filter(|e| e.leaf.authority_key_id == st.ca.active_signing_key_id() && now < e.renew_at)
+                .filter(|e| {
+                    e.leaf.authority_key_id == st.ca.active_signing_key_id() && now < e.renew_at
+                })
                 .map(|e| e.leaf.clone())
         });
         match current {
             // The real agent reports MISS on a revalidating non-blocking read.
             Some(leaf) => Ok(LeafAnswer { leaf, hit: false }),
-            None => self.issue(service, dc, now).map(|leaf| LeafAnswer { leaf, hit: false }),
+            None => self
+                .issue(service, dc, now)
+                .map(|leaf| LeafAnswer { leaf, hit: false }),
         }
     }
 
@@ -64,12 +68,17 @@ impl Store {
                 None => return self.leaf_now(service, dc),
             };
             if entry.leaf.modify_index > min_index {
-                return Ok(LeafAnswer { leaf: entry.leaf, hit: true });
+                return Ok(LeafAnswer {
+                    leaf: entry.leaf,
+                    hit: true,
+                });
             }
             let mut wake_at = entry.renew_at;
             if !self.servers_down() {
                 if now >= entry.renew_at {
-                    return self.issue(service, dc, now).map(|leaf| LeafAnswer { leaf, hit: false });
+                    return self
+                        .issue(service, dc, now)
+                        .map(|leaf| LeafAnswer { leaf, hit: false });
                 }
                 if rotated {
                     let rotate_at = match entry.rotate_at {
@@ -77,23 +86,35 @@ impl Store {
                         None => self.schedule_rotation(service, now),
                     };
                     if now >= rotate_at {
-                        return self.issue(service, dc, now).map(|leaf| LeafAnswer { leaf, hit: false });
+                        return self
+                            .issue(service, dc, now)
+                            .map(|leaf| LeafAnswer { leaf, hit: false });
                     }
                     wake_at = wake_at.min(rotate_at);
                 }
             }
             let until = Instant::now() + to_std(wake_at - now);
             let stop = deadline.min(until);
-            if tokio::time::timeout_at(stop, changes.changed()).await.is_err() && stop == deadline {
+            if tokio::time::timeout_at(stop, changes.changed())
+                .await
+                .is_err()
+                && stop == deadline
+            {
                 let leaf = self.read(|st| st.leaves.get(service).map(|e| e.leaf.clone()));
-                return leaf.map(|leaf| LeafAnswer { leaf, hit: true }).ok_or_else(ApiError::no_servers);
+                return leaf
+                    .map(|leaf| LeafAnswer { leaf, hit: true })
+                    .ok_or_else(ApiError::no_servers);
             }
         }
     }
 
     fn schedule_rotation(&self, service: &str, now: OffsetDateTime) -> OffsetDateTime {
         let max = self.cfg.ca_change_jitter;
-        let delay = if max.is_zero() { Duration::ZERO } else { self.with_rng(|r| r.random_range(Duration::ZERO..=max)) };
+        let delay = if max.is_zero() {
+            Duration::ZERO
+        } else {
+            self.with_rng(|r| r.random_range(Duration::ZERO..=max))
+        };
         let at = now + delay;
         self.write(|st| {
             if let Some(e) = st.leaves.get_mut(service) {
@@ -107,10 +128,20 @@ impl Store {
         let fraction: f64 = self.with_rng(|r| r.random_range(0.6..0.9));
         self.write(|st| {
             let index = st.next_index();
-            let leaf = st.ca.issue_leaf(service, dc, now, index).map_err(|e| ApiError::from_text(e.to_string()))?;
+            let leaf = st
+                .ca
+                .issue_leaf(service, dc, now, index)
+                .map_err(|e| ApiError::from_text(e.to_string()))?;
             let lifetime = leaf.valid_before - leaf.valid_after;
             let renew_at = leaf.valid_after + lifetime * fraction;
-            st.leaves.insert(service.to_owned(), LeafEntry { leaf: leaf.clone(), renew_at, rotate_at: None });
+            st.leaves.insert(
+                service.to_owned(),
+                LeafEntry {
+                    leaf: leaf.clone(),
+                    renew_at,
+                    rotate_at: None,
+                },
+            );
             Ok(leaf)
         })
     }

@@ -27,6 +27,7 @@ impl Store {
                 check.create_index = base;
                 check.modify_index = base;
             }
+            st.catalog_index = base;
             for idx in st.service_index.values_mut() {
                 *idx = base;
             }

@@ -27,7 +27,9 @@ impl Resp {
     }
 
     pub(crate) fn index(&self) -> u64 {
-        self.header("x-consul-index").and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no index: {self:?}"))
+        self.header("x-consul-index")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no index: {self:?}"))
     }
 }
 
@@ -38,7 +40,10 @@ pub(crate) struct App {
 }
 
 pub(crate) fn builder() -> Builder {
-    AgentSim::builder().cluster_id("11111111-2222-3333-4444-555555555555").seed(7).run_checks(false)
+    AgentSim::builder()
+        .cluster_id("11111111-2222-3333-4444-555555555555")
+        .seed(7)
+        .run_checks(false)
 }
 
 pub(crate) fn app(b: Builder) -> App {
@@ -47,17 +52,29 @@ pub(crate) fn app(b: Builder) -> App {
 }
 
 impl App {
-    pub(crate) async fn call(&self, method: Method, uri: &str, token: Option<&str>, body: Option<&str>) -> Resp {
+    pub(crate) async fn call(
+        &self,
+        method: Method,
+        uri: &str,
+        token: Option<&str>,
+        body: Option<&str>,
+    ) -> Resp {
         let mut req = Request::builder().method(method).uri(uri);
         if let Some(t) = token {
             req = req.header("X-Consul-Token", t);
         }
-        let req = req.body(body.map_or_else(Body::empty, |b| Body::from(b.to_owned()))).unwrap();
+        let req = req
+            .body(body.map_or_else(Body::empty, |b| Body::from(b.to_owned())))
+            .unwrap();
         let resp = self.router.clone().oneshot(req).await.unwrap();
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        Resp { status, headers, text: String::from_utf8_lossy(&bytes).into_owned() }
+        Resp {
+            status,
+            headers,
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+        }
     }
 
     pub(crate) async fn get(&self, uri: &str) -> Resp {
@@ -81,7 +98,10 @@ pub(crate) struct Net {
 
 pub(crate) async fn net(b: Builder) -> Net {
     let sim = b.start().await.expect("sim starts");
-    let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(30)).build().unwrap();
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .unwrap();
     Net { sim, client }
 }
 
@@ -95,7 +115,11 @@ impl Net {
         let status = r.status().as_u16();
         let headers = r.headers().clone();
         let text = r.text().await?;
-        Ok(Resp { status, headers, text })
+        Ok(Resp {
+            status,
+            headers,
+            text,
+        })
     }
 
     pub(crate) fn control(&self) -> &Control {
@@ -106,11 +130,20 @@ impl Net {
 /// Snapshot filters for run-dependent values (PEMs, key IDs, serials, times, UUIDs, hashes).
 pub(crate) fn filters() -> Vec<(&'static str, &'static str)> {
     vec![
-        (r"-----BEGIN [A-Z ]+-----(\\n|\n)[A-Za-z0-9+/=\\n]+-----END [A-Z ]+-----(\\n|\n)?", "[pem]"),
+        (
+            r"-----BEGIN [A-Z ]+-----(\\n|\n)[A-Za-z0-9+/=\\n]+-----END [A-Z ]+-----(\\n|\n)?",
+            "[pem]",
+        ),
         (r"\b[0-9a-f]{2}(:[0-9a-f]{2}){7,}\b", "[colon-hex]"),
         (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[time]"),
-        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[uuid]"),
-        (r#""ContentHash": "[0-9a-f]+""#, r#""ContentHash": "[hash]""#),
+        (
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            "[uuid]",
+        ),
+        (
+            r#""ContentHash": "[0-9a-f]+""#,
+            r#""ContentHash": "[hash]""#,
+        ),
         (r#""pri-[0-9a-z]{8}\.consul"#, r#""pri-[id].consul"#),
     ]
 }
