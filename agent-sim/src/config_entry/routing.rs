@@ -37,7 +37,7 @@ pub struct ServiceSplitter {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServiceSplit {
-    #[serde(rename = "Weight")]
+    #[serde(rename = "Weight", serialize_with = "ser_go_float32")]
     pub weight: f32,
     #[serde(rename = "Service", skip_serializing_if = "String::is_empty")]
     pub service: String,
@@ -279,6 +279,14 @@ pub(crate) static ROUTER_SCHEMA: Schema = Schema {
         Field("Hash", Ty::Uint("uint64")),
     ],
 };
+
+/// Go writes a `float32` with its shortest representation and no trailing `.0` (`90`, `33.33`).
+fn ser_go_float32<S: serde::Serializer>(w: &f32, s: S) -> Result<S::Ok, S::Error> {
+    match w.to_string().parse::<serde_json::Number>() {
+        Ok(n) => n.serialize(s),
+        Err(_) => s.serialize_f32(*w),
+    }
+}
 
 /// Weight in units of 0.01% (`scaleWeight`).
 pub(crate) fn scale_weight(w: f32) -> i64 {
