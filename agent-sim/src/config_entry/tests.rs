@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::*;
 
-fn put(store: &mut ConfigEntries, body: serde_json::Value, index: u64) {
+fn put(store: &mut ConfigEntries, body: &Value, index: u64) {
     let entry = decode_entry(body.to_string().as_bytes()).unwrap();
     assert!(
         store.upsert(entry, None, index).unwrap(),
@@ -22,14 +22,14 @@ fn mesh() -> ConfigEntries {
     let mut s = ConfigEntries::new();
     put(
         &mut s,
-        json!({"kind": "proxy-defaults", "config": {"protocol": "http", "local_connect_timeout_ms": 1000},
+        &json!({"kind": "proxy-defaults", "config": {"protocol": "http", "local_connect_timeout_ms": 1000},
                "mode": "transparent", "transparent_proxy": {"outbound_listener_port": 15001},
                "access_logs": {"enabled": true}, "meta": {"owner": "platform"}}),
         10,
     );
     put(
         &mut s,
-        json!({"Kind": "service-defaults", "Name": "web", "Protocol": "HTTP",
+        &json!({"Kind": "service-defaults", "Name": "web", "Protocol": "HTTP",
                "MeshGateway": {"Mode": "local"}, "LocalConnectTimeoutMs": "2000",
                "UpstreamConfig": {"Overrides": [{"Name": "db", "ConnectTimeoutMs": 5000,
                    "PassiveHealthCheck": {"Interval": "10s", "MaxFailures": 5}}]}}),
@@ -37,7 +37,7 @@ fn mesh() -> ConfigEntries {
     );
     put(
         &mut s,
-        json!({"Kind": "service-resolver", "Name": "web", "ConnectTimeout": "15s", "RequestTimeout": "1m30s",
+        &json!({"Kind": "service-resolver", "Name": "web", "ConnectTimeout": "15s", "RequestTimeout": "1m30s",
                "DefaultSubset": "v1",
                "Subsets": {"v2": {"Filter": "Service.Meta.version == 2"},
                            "v1": {"Filter": "Service.Meta.version == 1", "OnlyPassing": true}},
@@ -47,7 +47,7 @@ fn mesh() -> ConfigEntries {
     );
     put(
         &mut s,
-        json!({"Kind": "service-splitter", "Name": "web",
+        &json!({"Kind": "service-splitter", "Name": "web",
                "Splits": [{"Weight": 90, "ServiceSubset": "v1"},
                           {"Weight": "10", "ServiceSubset": "v2",
                            "RequestHeaders": {"Set": {"x-canary": "1"}}}]}),
@@ -55,7 +55,7 @@ fn mesh() -> ConfigEntries {
     );
     put(
         &mut s,
-        json!({"Kind": "service-router", "Name": "web",
+        &json!({"Kind": "service-router", "Name": "web",
                "Routes": [{"Match": {"HTTP": {"PathPrefix": "/admin", "Methods": ["get", "post"],
                                               "Header": [{"Name": "x-debug", "Present": true}]}},
                            "Destination": {"Service": "admin", "RequestTimeout": "2s", "NumRetries": 3,
@@ -64,7 +64,7 @@ fn mesh() -> ConfigEntries {
     );
     put(
         &mut s,
-        json!({"Kind": "service-intentions", "Name": "db", "Meta": {"team": "data"},
+        &json!({"Kind": "service-intentions", "Name": "db", "Meta": {"team": "data"},
                "Sources": [
                    {"Name": "*", "Action": "deny"},
                    {"name": "web", "action": "allow", "description": "frontend"},
@@ -112,18 +112,22 @@ fn minimal_entries_keep_go_zero_values() {
     // Struct-typed fields without a pointer are never omitted by Go: `{}`; maps without
     // omitempty are `null`.
     let mut s = ConfigEntries::new();
-    put(&mut s, json!({"Kind": "service-defaults", "Name": "db"}), 3);
     put(
         &mut s,
-        json!({"Kind": "proxy-defaults", "Name": "global"}),
+        &json!({"Kind": "service-defaults", "Name": "db"}),
+        3,
+    );
+    put(
+        &mut s,
+        &json!({"Kind": "proxy-defaults", "Name": "global"}),
         4,
     );
     put(
         &mut s,
-        json!({"Kind": "service-defaults", "Name": "api", "Protocol": "http"}),
+        &json!({"Kind": "service-defaults", "Name": "api", "Protocol": "http"}),
         5,
     );
-    put(&mut s, json!({"Kind": "service-router", "Name": "api"}), 6);
+    put(&mut s, &json!({"Kind": "service-router", "Name": "api"}), 6);
     let compact = |k, n| serde_json::to_string(&s.get(k, n).unwrap().to_json()).unwrap();
     assert_eq!(
         compact(Kind::ServiceDefaults, "db"),
@@ -213,7 +217,7 @@ fn list_is_sorted_by_name() {
     for (i, n) in ["web", "api", "db"].iter().enumerate() {
         put(
             &mut s,
-            json!({"Kind": "service-defaults", "Name": n}),
+            &json!({"Kind": "service-defaults", "Name": n}),
             i as u64 + 1,
         );
     }
@@ -232,7 +236,7 @@ fn protocol_and_central_config() {
     assert_eq!(s.protocol_of("web"), "tcp");
     put(
         &mut s,
-        json!({"Kind": "proxy-defaults", "Config": {"Protocol": "GRPC", "x": 1}, "MeshGateway": {"Mode": "remote"}}),
+        &json!({"Kind": "proxy-defaults", "Config": {"Protocol": "GRPC", "x": 1}, "MeshGateway": {"Mode": "remote"}}),
         1,
     );
     assert_eq!(
@@ -242,7 +246,7 @@ fn protocol_and_central_config() {
     );
     put(
         &mut s,
-        json!({"Kind": "service-defaults", "Name": "web"}),
+        &json!({"Kind": "service-defaults", "Name": "web"}),
         2,
     );
     assert_eq!(
@@ -252,7 +256,7 @@ fn protocol_and_central_config() {
     );
     put(
         &mut s,
-        json!({"Kind": "service-defaults", "Name": "db", "Protocol": "http2", "Mode": "transparent",
+        &json!({"Kind": "service-defaults", "Name": "db", "Protocol": "http2", "Mode": "transparent",
                        "Expose": {"Checks": true}}),
         3,
     );
@@ -302,12 +306,12 @@ fn delete_can_break_the_graph() {
     let mut s = ConfigEntries::new();
     put(
         &mut s,
-        json!({"Kind": "service-defaults", "Name": "web", "Protocol": "http"}),
+        &json!({"Kind": "service-defaults", "Name": "web", "Protocol": "http"}),
         1,
     );
     put(
         &mut s,
-        json!({"Kind": "service-splitter", "Name": "web", "Splits": [{"Weight": 100}]}),
+        &json!({"Kind": "service-splitter", "Name": "web", "Splits": [{"Weight": 100}]}),
         2,
     );
     assert_eq!(

@@ -87,7 +87,7 @@ fn http_db() -> Value {
     json!({"Kind": "service-defaults", "Name": "db", "Protocol": "http"})
 }
 
-fn l7(perm: Value) -> Value {
+fn l7(perm: &Value) -> Value {
     json!({"Kind": "service-intentions", "Name": "db", "Sources": [{"Name": "api", "Permissions": [perm]}]})
 }
 
@@ -148,54 +148,54 @@ fn validation_errors_are_500_with_consul_texts() {
         ),
         (
             vec![],
-            l7(json!({"Action": "allow", "HTTP": {"PathPrefix": "/"}})),
+            l7(&json!({"Action": "allow", "HTTP": {"PathPrefix": "/"}})),
             r#"service "db" has protocol "tcp", which is incompatible with L7 intentions permissions"#,
         ),
         (
             vec![http_db()],
-            l7(json!({"Action": "allow", "HTTP": {}})),
+            l7(&json!({"Action": "allow", "HTTP": {}})),
             "Sources[0].Permissions[0].HTTP should not be empty",
         ),
         (
             vec![http_db()],
-            l7(json!({"Action": "allow"})),
+            l7(&json!({"Action": "allow"})),
             "Sources[0].Permissions[0].HTTP is required",
         ),
         (
             vec![http_db()],
-            l7(json!({"Action": "maybe", "HTTP": {"PathExact": "/"}})),
+            l7(&json!({"Action": "maybe", "HTTP": {"PathExact": "/"}})),
             "Sources[0].Permissions[0].Action must be set to 'allow' or 'deny'",
         ),
         (
             vec![http_db()],
-            l7(json!({"Action": "allow", "HTTP": {"PathExact": "/a", "PathPrefix": "/b"}})),
+            l7(&json!({"Action": "allow", "HTTP": {"PathExact": "/a", "PathPrefix": "/b"}})),
             "Sources[0].Permissions[0].HTTP should only contain at most one of PathExact, PathPrefix, or PathRegex",
         ),
         (
             vec![http_db()],
-            l7(json!({"Action": "allow", "HTTP": {"PathPrefix": "admin"}})),
+            l7(&json!({"Action": "allow", "HTTP": {"PathPrefix": "admin"}})),
             r#"Sources[0].Permissions[0].HTTP.PathPrefix doesn't start with '/': "admin""#,
         ),
         (
             vec![http_db()],
             l7(
-                json!({"Action": "allow", "HTTP": {"Header": [{"Name": "x", "Exact": "a", "Prefix": "b"}]}}),
+                &json!({"Action": "allow", "HTTP": {"Header": [{"Name": "x", "Exact": "a", "Prefix": "b"}]}}),
             ),
             "Sources[0].Permissions[0].HTTP.Header[0] should only contain one of Present, Exact, Prefix, Suffix, Contains, or Regex",
         ),
         (
             vec![http_db()],
-            l7(json!({"Action": "allow", "HTTP": {"Header": [{"Exact": "a"}]}})),
+            l7(&json!({"Action": "allow", "HTTP": {"Header": [{"Exact": "a"}]}})),
             "Sources[0].Permissions[0].HTTP.Header[0] missing required Name field",
         ),
         (
             vec![http_db()],
-            l7(json!({"Action": "allow", "HTTP": {"Methods": ["FETCH"]}})),
+            l7(&json!({"Action": "allow", "HTTP": {"Methods": ["FETCH"]}})),
             r#"Sources[0].Permissions[0].HTTP.Methods contains an invalid method "FETCH""#,
         ),
         (
             vec![http_db()],
-            l7(json!({"Action": "allow", "HTTP": {"Methods": ["get", "GET"]}})),
+            l7(&json!({"Action": "allow", "HTTP": {"Methods": ["get", "GET"]}})),
             r#"Sources[0].Permissions[0].HTTP.Methods contains "GET" more than once"#,
         ),
         (
@@ -326,31 +326,31 @@ fn validation_errors_are_500_with_consul_texts() {
 #[test]
 fn l7_intentions_follow_the_destination_protocol() {
     let mut s = ConfigEntries::new();
-    let put = |s: &mut ConfigEntries, v: Value, i| {
+    let put = |s: &mut ConfigEntries, v: &Value, i| {
         s.upsert(decode_entry(v.to_string().as_bytes()).unwrap(), None, i)
     };
     put(
         &mut s,
-        json!({"Kind": "proxy-defaults", "Config": {"protocol": "grpc"}}),
+        &json!({"Kind": "proxy-defaults", "Config": {"protocol": "grpc"}}),
         1,
     )
     .unwrap();
     put(
         &mut s,
-        l7(json!({"Action": "allow", "HTTP": {"PathPrefix": "/"}})),
+        &l7(&json!({"Action": "allow", "HTTP": {"PathPrefix": "/"}})),
         2,
     )
     .unwrap();
     // Turning db into tcp now breaks the existing L7 intention.
     assert_eq!(
-        put(&mut s, json!({"Kind": "service-defaults", "Name": "db", "Protocol": "tcp"}), 3),
+        put(&mut s, &json!({"Kind": "service-defaults", "Name": "db", "Protocol": "tcp"}), 3),
         Err(ConfigError::Invalid(
             r#"service "db" has protocol "tcp", which is incompatible with L7 intentions permissions"#.into()
         ))
     );
     // So does dropping the protocol from proxy-defaults.
     assert_eq!(
-        put(&mut s, json!({"Kind": "proxy-defaults", "Config": {}}), 3).map_err(|e| status(&e)),
+        put(&mut s, &json!({"Kind": "proxy-defaults", "Config": {}}), 3).map_err(|e| status(&e)),
         Err(500)
     );
     assert_eq!(s.max_index(), 2, "rejected writes change nothing");
