@@ -164,9 +164,14 @@ fn decode(name: &str, data: Value, ty: &Ty, st: &mut State) -> Option<Value> {
             Ok(Value::Array(out))
         }
         Ty::Map(elem) => map_entries(name, data).map(|m| {
+            // A null element still creates the key, with the zero value.
             let out = m
                 .into_iter()
-                .filter_map(|(k, v)| decode(&format!("{name}[{k}]"), v, elem, st).map(|v| (k, v)))
+                .map(|(k, v)| {
+                    let v =
+                        decode(&format!("{name}[{k}]"), v, elem, st).unwrap_or_else(|| zero(elem));
+                    (k, v)
+                })
                 .collect();
             Value::Object(out)
         }),

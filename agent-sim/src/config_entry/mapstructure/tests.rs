@@ -34,14 +34,14 @@ fn weak_typing_and_key_spellings() {
     let (out, unused) = run(json!({
         "name": 5, "PORT": "0x10", "weight": "12.5", "enabled": "true", "timeout": "1m",
         "mesh_gateway": [{"mode": "local"}], "items": {"Mode": "x"}, "tags": "solo",
-        "Meta": {"k": 1}, "Config": {"b": [1], "a": {"z": 1, "y": 2}}, "Extra": 1
+        "Meta": {"k": 1, "n": null}, "Config": {"b": [1], "a": {"z": 1, "y": 2}}, "Extra": 1
     }))
     .unwrap();
     assert_eq!(
         out,
         json!({"Name":"5","Port":16,"Weight":12.5,"Enabled":true,"Timeout":60_000_000_000i64,
                "MeshGateway":{"Mode":"local"},"Items":[{"Mode":"x"}],"Tags":["solo"],
-               "Meta":{"k":"1"},"Config":{"a":{"y":2,"z":1},"b":1}})
+               "Meta":{"k":"1","n":""},"Config":{"a":{"y":2,"z":1},"b":1}})
     );
     assert_eq!(unused, vec!["Extra".to_owned()]);
     let keys: Vec<&String> = out["Config"].as_object().unwrap().keys().collect();
