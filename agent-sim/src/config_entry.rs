@@ -7,11 +7,14 @@
 mod common;
 mod graph;
 mod intentions;
+mod load_balancer;
 mod mapstructure;
+mod permissions;
 mod proxy_defaults;
 mod resolver;
-mod routing;
+mod router;
 mod service_defaults;
+mod splitter;
 mod store;
 
 #[cfg(test)]
@@ -28,24 +31,27 @@ pub use common::{
     AccessLogsConfig, EnvoyExtension, ExposeConfig, ExposePath, FailoverPolicy,
     HttpHeaderModifiers, MeshGatewayConfig, PrioritizeByLocality, TransparentProxyConfig,
 };
-pub use intentions::{
+pub use intentions::{ServiceIntentions, SourceIntention};
+pub use load_balancer::{
+    CookieConfig, HashPolicy, LeastRequestConfig, LoadBalancer, RingHashConfig,
+};
+pub use permissions::{
     IntentionHttpHeaderPermission, IntentionHttpPermission, IntentionJwtClaimVerification,
-    IntentionJwtProvider, IntentionJwtRequirement, IntentionPermission, ServiceIntentions,
-    SourceIntention,
+    IntentionJwtProvider, IntentionJwtRequirement, IntentionPermission,
 };
 pub use proxy_defaults::ProxyDefaults;
 pub use resolver::{
-    CookieConfig, FailoverTarget, HashPolicy, LeastRequestConfig, LoadBalancer, ResolverFailover,
-    ResolverRedirect, ResolverSubset, RingHashConfig, ServiceResolver,
+    FailoverTarget, ResolverFailover, ResolverRedirect, ResolverSubset, ServiceResolver,
 };
-pub use routing::{
+pub use router::{
     RouteDestination, RouteHeaderMatch, RouteHttpMatch, RouteMatch, RouteQueryParamMatch,
-    ServiceRoute, ServiceRouter, ServiceSplit, ServiceSplitter,
+    ServiceRoute, ServiceRouter,
 };
 pub use service_defaults::{
     DestinationConfig, PassiveHealthCheck, ServiceDefaults, UpstreamConfig, UpstreamConfiguration,
     UpstreamLimits,
 };
+pub use splitter::{ServiceSplit, ServiceSplitter};
 pub use store::{CentralConfig, ConfigEntries};
 
 /// The config entry kinds the simulator supports.
@@ -228,8 +234,8 @@ pub fn decode_entry(body: &[u8]) -> Result<ConfigEntry, ConfigError> {
         Kind::ServiceDefaults => &service_defaults::SCHEMA,
         Kind::ProxyDefaults => &proxy_defaults::SCHEMA,
         Kind::ServiceResolver => &resolver::SCHEMA,
-        Kind::ServiceSplitter => &routing::SPLITTER_SCHEMA,
-        Kind::ServiceRouter => &routing::ROUTER_SCHEMA,
+        Kind::ServiceSplitter => &splitter::SPLITTER_SCHEMA,
+        Kind::ServiceRouter => &router::ROUTER_SCHEMA,
     };
     let (canonical, unused) =
         mapstructure::decode_top(&raw, schema).map_err(ConfigError::Decode)?;
