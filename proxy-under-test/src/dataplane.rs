@@ -265,3 +265,6 @@ impl Drop for RunningDataPlane {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

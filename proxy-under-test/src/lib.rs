@@ -24,3 +24,6 @@ pub use knobs::{Knobs, Protocol};
 pub use metrics::Metrics;
 pub use snapshot::{Endpoint, Snapshot, Target, Upstream};
 pub use tls::{Leaf, TrustRoots};
+
+#[cfg(test)]
+mod testutil;

@@ -2,7 +2,7 @@
 //! `ServerConfig` (client cert required, resumption off) and outbound `ClientConfig`s that check
 //! the upstream's SPIFFE identity. Ring provider only.
 
-mod verify;
+pub(crate) mod verify;
 
 use std::sync::{Arc, OnceLock};
 
