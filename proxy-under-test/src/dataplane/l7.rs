@@ -138,3 +138,6 @@ pub(crate) async fn serve(
     let end = supervise(&shared, &peer, &snap.knobs, false, conn).await;
     log_end(&shared, &peer, &end);
 }
+
+#[cfg(test)]
+mod tests;

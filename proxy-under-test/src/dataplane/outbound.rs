@@ -203,3 +203,6 @@ async fn dial(
         .await
         .map_err(|e| format!("TLS: {e}"))
 }
+
+#[cfg(test)]
+mod tests;
