@@ -10,6 +10,7 @@
 //! Knobs are read from the registration's `Proxy.Config`; see [`knobs`] for names and defaults.
 #![forbid(unsafe_code)]
 
+pub mod agent;
 pub mod authz;
 pub mod dataplane;
 pub mod knobs;
@@ -18,6 +19,7 @@ pub mod snapshot;
 pub mod spiffe;
 pub mod tls;
 
+pub use agent::{AgentClient, AgentError, ControlPlane, Timing};
 pub use authz::{Decision, DefaultPolicy, Intention, IntentionSet};
 pub use dataplane::{DataPlane, DataPlaneError, RunningDataPlane, SnapshotRx};
 pub use knobs::{Knobs, Protocol};
