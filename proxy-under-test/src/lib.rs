@@ -12,9 +12,11 @@
 
 pub mod agent;
 pub mod authz;
+pub mod cli;
 pub mod dataplane;
 pub mod knobs;
 pub mod metrics;
+pub mod proxy;
 pub mod snapshot;
 pub mod spiffe;
 pub mod tls;
@@ -24,6 +26,7 @@ pub use authz::{Decision, DefaultPolicy, Intention, IntentionSet};
 pub use dataplane::{DataPlane, DataPlaneError, RunningDataPlane, SnapshotRx};
 pub use knobs::{Knobs, Protocol};
 pub use metrics::Metrics;
+pub use proxy::{Proxy, ProxyError, RunningProxy};
 pub use snapshot::{Endpoint, Snapshot, Target, Upstream};
 pub use tls::{Leaf, TrustRoots};
 

@@ -113,6 +113,22 @@ impl TestCa {
         }
     }
 
+    /// PEMs as the leaf endpoint returns them: (CertPEM, PrivateKeyPEM).
+    pub(crate) fn leaf_pems(&self, svc: &str) -> (String, String) {
+        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut p = CertificateParams::default();
+        p.subject_alt_names = vec![SanType::URI(svc_uri(TD, svc).try_into().unwrap())];
+        p.is_ca = IsCa::ExplicitNoCa;
+        p.extended_key_usages = vec![Eku::ServerAuth, Eku::ClientAuth];
+        p.use_authority_key_identifier_extension = true;
+        let cert = p.signed_by(&key, &self.issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    pub(crate) fn root_pem(&self) -> String {
+        self.issuer.pem()
+    }
+
     pub(crate) fn service_leaf(&self, svc: &str) -> TestLeaf {
         self.leaf_with(Some(&svc_uri(TD, svc)), -1, 72)
     }
