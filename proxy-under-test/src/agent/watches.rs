@@ -25,7 +25,7 @@ pub(crate) async fn index_watch<T, F, Fut>(
     Fut: Future<Output = Result<Blocking<T>, AgentError>>,
 {
     let mut index = 0u64;
-    let mut first = true;
+    let mut last_seen: Option<u64> = None;
     let mut backoff = Backoff::new(timing.backoff_base, timing.backoff_max);
     let mut limiter = RateLimiter::new(timing.rate_per_second, 2);
     loop {
@@ -34,12 +34,12 @@ pub(crate) async fn index_watch<T, F, Fut>(
             Ok(got) => {
                 metrics.agent_contact();
                 backoff.reset();
-                let changed = first || got.index != index;
+                let changed = last_seen != Some(got.index);
                 if got.index < index {
                     tracing::info!(watch = name, old = index, new = got.index, "agent index went backwards; resetting");
                 }
                 index = next_index(index, got.index);
-                first = false;
+                last_seen = Some(got.index);
                 if changed && tx.send(wrap(got.body)).await.is_err() {
                     return;
                 }
