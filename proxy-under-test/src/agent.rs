@@ -7,10 +7,10 @@
 mod assemble;
 pub mod blocking;
 mod client;
-pub mod types;
-mod watches;
 #[cfg(test)]
 mod tests;
+pub mod types;
+mod watches;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -154,12 +154,31 @@ async fn run(
     let (c, t, m) = (client.clone(), timing, metrics.clone());
     let mut w = Watches {
         _fixed: vec![
-            Task(tokio::spawn(watches::service_watch(c.clone(), proxy_id, hash, t, m.clone(), tx.clone()))),
-            Task(tokio::spawn(watches::policy_watch(c.clone(), t, m.clone(), tx.clone()))),
-            Task(tokio::spawn(watches::index_watch("roots", t, m, tx.clone(), Update::Roots, move |i| {
-                let c = c.clone();
-                async move { c.roots(i, t.wait).await }
-            }))),
+            Task(tokio::spawn(watches::service_watch(
+                c.clone(),
+                proxy_id,
+                hash,
+                t,
+                m.clone(),
+                tx.clone(),
+            ))),
+            Task(tokio::spawn(watches::policy_watch(
+                c.clone(),
+                t,
+                m.clone(),
+                tx.clone(),
+            ))),
+            Task(tokio::spawn(watches::index_watch(
+                "roots",
+                t,
+                m,
+                tx.clone(),
+                Update::Roots,
+                move |i| {
+                    let c = c.clone();
+                    async move { c.roots(i, t.wait).await }
+                },
+            ))),
         ],
         destination: None,
         chains: BTreeMap::new(),
@@ -174,7 +193,9 @@ async fn run(
             metrics.leaf_expiry(snap.leaf.not_after_unix);
             out.send_replace(Some(Arc::new(snap)));
         }
-        let Some(update) = rx.recv().await else { return };
+        let Some(update) = rx.recv().await else {
+            return;
+        };
         apply(&mut state, update, &metrics);
         // Drain whatever else is queued before rebuilding.
         while let Ok(u) = rx.try_recv() {
@@ -200,15 +221,22 @@ fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
                 tracing::info!(serial = %leaf.serial_number, valid_before = %leaf.valid_before, "leaf certificate loaded");
                 state.leaf = Some(l);
             }
-            Err(e) => tracing::error!(error = %e, "unusable leaf certificate; keeping the previous one"),
+            Err(e) => {
+                tracing::error!(error = %e, "unusable leaf certificate; keeping the previous one");
+            }
         },
         Update::Roots(roots) => {
-            match TrustRoots::from_pems(roots.roots.iter().map(|r| r.root_cert.as_str()), &roots.trust_domain) {
+            match TrustRoots::from_pems(
+                roots.roots.iter().map(|r| r.root_cert.as_str()),
+                &roots.trust_domain,
+            ) {
                 Ok(r) => {
                     tracing::info!(count = roots.roots.len(), active = %roots.active_root_id, "CA roots loaded");
                     state.roots = Some(r);
                 }
-                Err(e) => tracing::error!(error = %e, "unusable CA roots; keeping the previous ones"),
+                Err(e) => {
+                    tracing::error!(error = %e, "unusable CA roots; keeping the previous ones");
+                }
             }
         }
         Update::Intentions(list) => {
@@ -250,30 +278,50 @@ fn reconcile(
     let dest = proxy.destination_service_name.clone();
     if w.destination.as_ref().map(|d| &d.0) != Some(&dest) {
         let (c1, c2, d1, d2) = (client.clone(), client.clone(), dest.clone(), dest.clone());
-        let leaf = tokio::spawn(watches::index_watch("leaf", t, metrics.clone(), tx.clone(), |l| Update::Leaf(Box::new(l)), move |i| {
-            let (c, d) = (c1.clone(), d1.clone());
-            async move { c.leaf(&d, i, t.wait).await }
-        }));
-        let ixn = tokio::spawn(watches::index_watch("intentions", t, metrics.clone(), tx.clone(), Update::Intentions, move |i| {
-            let (c, d) = (c2.clone(), d2.clone());
-            async move { c.intentions(&d, i, t.wait).await }
-        }));
+        let leaf = tokio::spawn(watches::index_watch(
+            "leaf",
+            t,
+            metrics.clone(),
+            tx.clone(),
+            |l| Update::Leaf(Box::new(l)),
+            move |i| {
+                let (c, d) = (c1.clone(), d1.clone());
+                async move { c.leaf(&d, i, t.wait).await }
+            },
+        ));
+        let ixn = tokio::spawn(watches::index_watch(
+            "intentions",
+            t,
+            metrics.clone(),
+            tx.clone(),
+            Update::Intentions,
+            move |i| {
+                let (c, d) = (c2.clone(), d2.clone());
+                async move { c.intentions(&d, i, t.wait).await }
+            },
+        ));
         w.destination = Some((dest, Task(leaf), Task(ixn)));
     }
     let specs = upstream_specs(svc);
-    w.chains.retain(|k, _| specs.iter().any(|s| &s.chain_key() == k));
+    w.chains
+        .retain(|k, _| specs.iter().any(|s| &s.chain_key() == k));
     let mut wanted_health = Vec::new();
     for spec in &specs {
         let key = spec.chain_key();
         if !w.chains.contains_key(&key) {
             let (c, k2) = (client.clone(), key.clone());
             let wrap_key = key.clone();
-            let task = tokio::spawn(watches::index_watch("discovery_chain", t, metrics.clone(), tx.clone(),
+            let task = tokio::spawn(watches::index_watch(
+                "discovery_chain",
+                t,
+                metrics.clone(),
+                tx.clone(),
                 move |r: types::ChainResponse| Update::Chain(wrap_key.clone(), Box::new(r.chain)),
                 move |i| {
                     let (c, k) = (c.clone(), k2.clone());
                     async move { c.discovery_chain(&k.0, &k.1, i, t.wait).await }
-                }));
+                },
+            ));
             w.chains.insert(key.clone(), Task(task));
         }
         let (targets, _) = targets_for(spec, state.chains.get(&key), &svc.datacenter);
@@ -285,12 +333,17 @@ fn reconcile(
             continue;
         }
         let (c, k2, wrap_key) = (client.clone(), key.clone(), key.clone());
-        let task = tokio::spawn(watches::index_watch("health", t, metrics.clone(), tx.clone(),
+        let task = tokio::spawn(watches::index_watch(
+            "health",
+            t,
+            metrics.clone(),
+            tx.clone(),
             move |e| Update::Health(wrap_key.clone(), e),
             move |i| {
                 let (c, k) = (c.clone(), k2.clone());
                 async move { c.health_connect(&k.0, &k.1, &k.2, i, t.wait).await }
-            }));
+            },
+        ));
         w.health.insert(key, Task(task));
     }
 }

@@ -10,8 +10,8 @@ mod tests;
 use std::cmp::Reverse;
 use std::fmt;
 
-pub use self::l7::RequestInfo;
 pub(crate) use self::l7::CompiledPermission;
+pub use self::l7::RequestInfo;
 pub use self::model::{HeaderMatch, HttpMatch, Intention, Permission};
 use crate::spiffe::ServiceId;
 
@@ -203,7 +203,11 @@ impl IntentionSet {
         let part_ok = i.source_partition.is_empty() || i.source_partition == source.partition;
         let src_ok = (i.source_ns == "*" || ns(&i.source_ns) == source.namespace)
             && (i.source_name == "*" || i.source_name == source.service);
-        i.source_peer.is_empty() && i.source_sameness_group.is_empty() && dst_ok && part_ok && src_ok
+        i.source_peer.is_empty()
+            && i.source_sameness_group.is_empty()
+            && dst_ok
+            && part_ok
+            && src_ok
     }
 
     /// L4 decision for a connection from `source` (an L7 intention is a deny, as in Consul's

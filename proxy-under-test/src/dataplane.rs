@@ -108,12 +108,11 @@ impl Shared {
             .inbound_tls
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((old, tls)) = cache.as_ref() {
-            if Arc::ptr_eq(&old.leaf.certified, &snap.leaf.certified)
-                && Arc::ptr_eq(&old.roots.store, &snap.roots.store)
-            {
-                return Ok(tls.clone());
-            }
+        if let Some((old, tls)) = cache.as_ref()
+            && Arc::ptr_eq(&old.leaf.certified, &snap.leaf.certified)
+            && Arc::ptr_eq(&old.roots.store, &snap.roots.store)
+        {
+            return Ok(tls.clone());
         }
         let tls = tls::inbound(&snap.leaf, &snap.roots)?;
         *cache = Some((snap.clone(), tls.clone()));
@@ -172,13 +171,13 @@ impl DataPlane {
             })?;
         let mut upstream_listeners = Vec::new();
         for up in &first.upstreams {
-            let l = TcpListener::bind(up.bind)
-                .await
-                .map_err(|source| DataPlaneError::BindUpstream {
+            let l = TcpListener::bind(up.bind).await.map_err(|source| {
+                DataPlaneError::BindUpstream {
                     name: up.name.clone(),
                     addr: up.bind,
                     source,
-                })?;
+                }
+            })?;
             upstream_listeners.push((up.name.clone(), up.bind, l));
         }
         let (stop_tx, stop) = watch::channel(false);

@@ -185,7 +185,11 @@ mod tests {
         assert!(!k.verify_spiffe_uri);
         assert_eq!(k.upstream_connect_timeout, None);
         assert_eq!(k.metrics_bind_addr, Some("127.0.0.1:9102".parse().unwrap()));
-        assert_eq!(k.handshake_timeout, Duration::from_secs(10), "bad value keeps default");
+        assert_eq!(
+            k.handshake_timeout,
+            Duration::from_secs(10),
+            "bad value keeps default"
+        );
         assert_eq!(Protocol::parse("grpc"), Protocol::Http);
         assert_eq!(Protocol::parse(""), Protocol::Tcp);
     }

@@ -13,11 +13,19 @@ fn init_logs(level: &str, json: bool) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
     let reg = tracing_subscriber::registry().with(filter);
     if json {
-        reg.with(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr))
-            .init();
+        reg.with(
+            tracing_subscriber::fmt::layer()
+                .json()
+                .with_writer(std::io::stderr),
+        )
+        .init();
     } else {
-        reg.with(tracing_subscriber::fmt::layer().with_target(false).with_writer(std::io::stderr))
-            .init();
+        reg.with(
+            tracing_subscriber::fmt::layer()
+                .with_target(false)
+                .with_writer(std::io::stderr),
+        )
+        .init();
     }
 }
 
@@ -62,7 +70,11 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(1) } else { ExitCode::SUCCESS };
+            return if e.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     init_logs(&args.log_level, args.log_json);

@@ -144,15 +144,24 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut out = String::new();
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let _ = writeln!(out, "# HELP proxy_connections_accepted_total Connections accepted.");
+        let _ = writeln!(
+            out,
+            "# HELP proxy_connections_accepted_total Connections accepted."
+        );
         let _ = writeln!(out, "# TYPE proxy_connections_accepted_total counter");
         for (dir, v) in [
             ("inbound", get(&self.inbound_accepted)),
             ("outbound", get(&self.outbound_accepted)),
         ] {
-            let _ = writeln!(out, "proxy_connections_accepted_total{{direction=\"{dir}\"}} {v}");
+            let _ = writeln!(
+                out,
+                "proxy_connections_accepted_total{{direction=\"{dir}\"}} {v}"
+            );
         }
-        let _ = writeln!(out, "# HELP proxy_connections_refused_total Connections refused or closed, by reason.");
+        let _ = writeln!(
+            out,
+            "# HELP proxy_connections_refused_total Connections refused or closed, by reason."
+        );
         let _ = writeln!(out, "# TYPE proxy_connections_refused_total counter");
         for (r, c) in REASONS.iter().zip(&self.refused) {
             let _ = writeln!(
@@ -162,28 +171,52 @@ impl Metrics {
                 get(c)
             );
         }
-        let _ = writeln!(out, "# HELP proxy_authorization_decisions_total Authorization decisions.");
+        let _ = writeln!(
+            out,
+            "# HELP proxy_authorization_decisions_total Authorization decisions."
+        );
         let _ = writeln!(out, "# TYPE proxy_authorization_decisions_total counter");
         for (d, c) in [("allow", &self.authz_allow), ("deny", &self.authz_deny)] {
-            let _ = writeln!(out, "proxy_authorization_decisions_total{{decision=\"{d}\"}} {}", get(c));
+            let _ = writeln!(
+                out,
+                "proxy_authorization_decisions_total{{decision=\"{d}\"}} {}",
+                get(c)
+            );
         }
-        let _ = writeln!(out, "# HELP proxy_agent_watch_errors_total Failed agent requests, by watch.");
+        let _ = writeln!(
+            out,
+            "# HELP proxy_agent_watch_errors_total Failed agent requests, by watch."
+        );
         let _ = writeln!(out, "# TYPE proxy_agent_watch_errors_total counter");
         for (w, c) in WATCHES.iter().zip(&self.watch_errors) {
-            let _ = writeln!(out, "proxy_agent_watch_errors_total{{watch=\"{w}\"}} {}", get(c));
+            let _ = writeln!(
+                out,
+                "proxy_agent_watch_errors_total{{watch=\"{w}\"}} {}",
+                get(c)
+            );
         }
         let now = now_unix();
         let leaf = self.leaf_not_after.load(Ordering::Relaxed);
         if leaf != 0 {
-            let _ = writeln!(out, "# HELP proxy_leaf_expiry_seconds Seconds until the leaf certificate expires.");
+            let _ = writeln!(
+                out,
+                "# HELP proxy_leaf_expiry_seconds Seconds until the leaf certificate expires."
+            );
             let _ = writeln!(out, "# TYPE proxy_leaf_expiry_seconds gauge");
             let _ = writeln!(out, "proxy_leaf_expiry_seconds {}", leaf - now);
         }
         let contact = self.last_agent_contact.load(Ordering::Relaxed);
         if contact != 0 {
-            let _ = writeln!(out, "# HELP proxy_agent_staleness_seconds Seconds since the last successful agent response.");
+            let _ = writeln!(
+                out,
+                "# HELP proxy_agent_staleness_seconds Seconds since the last successful agent response."
+            );
             let _ = writeln!(out, "# TYPE proxy_agent_staleness_seconds gauge");
-            let _ = writeln!(out, "proxy_agent_staleness_seconds {}", (now - contact).max(0));
+            let _ = writeln!(
+                out,
+                "proxy_agent_staleness_seconds {}",
+                (now - contact).max(0)
+            );
         }
         out
     }

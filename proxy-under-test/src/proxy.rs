@@ -97,7 +97,11 @@ impl Proxy {
     async fn registration(&self) -> Result<(AgentService, String), ProxyError> {
         let mut backoff = Backoff::new(self.timing.backoff_base, self.timing.backoff_max);
         loop {
-            match self.client.service(&self.proxy_id, None, self.timing.wait).await {
+            match self
+                .client
+                .service(&self.proxy_id, None, self.timing.wait)
+                .await
+            {
                 Ok((svc, hash)) => {
                     if svc.kind != "connect-proxy" || svc.proxy.is_none() {
                         return Err(ProxyError::NotConnectProxy {
@@ -127,7 +131,13 @@ impl Proxy {
     pub async fn start(self) -> Result<RunningProxy, ProxyError> {
         let (svc, hash) = self.registration().await?;
         tracing::info!(id = %svc.id, destination = %svc.proxy.as_ref().map(|p| p.destination_service_name.as_str()).unwrap_or(""), "registration found");
-        let control = ControlPlane::spawn(self.client.clone(), svc, hash, self.timing, self.metrics.clone());
+        let control = ControlPlane::spawn(
+            self.client.clone(),
+            svc,
+            hash,
+            self.timing,
+            self.metrics.clone(),
+        );
         let data = DataPlane::new(control.snapshots())
             .with_metrics(self.metrics.clone())
             .start()
@@ -144,7 +154,10 @@ impl Proxy {
                     .map_err(|source| ProxyError::Metrics { addr, source })?;
                 let actual = l.local_addr().ok();
                 tracing::info!(addr = ?actual, "metrics listener bound");
-                (actual, Some(tokio::spawn(metrics::serve(l, self.metrics.clone()))))
+                (
+                    actual,
+                    Some(tokio::spawn(metrics::serve(l, self.metrics.clone()))),
+                )
             }
             None => (None, None),
         };

@@ -203,7 +203,10 @@ mod tests {
         assert_eq!(id.partition, "default");
         assert_eq!(id.datacenter, "dc1");
         assert_eq!(id.trust_domain, TD);
-        assert_eq!(id.to_string(), format!("spiffe://{TD}/ns/default/dc/dc1/svc/web"));
+        assert_eq!(
+            id.to_string(),
+            format!("spiffe://{TD}/ns/default/dc/dc1/svc/web")
+        );
         let ap = parse_service_uri("spiffe://td/ap/p1/ns/n/dc/d/svc/s%2Dx").unwrap();
         assert_eq!((ap.partition.as_str(), ap.service.as_str()), ("p1", "s-x"));
     }
@@ -248,7 +251,10 @@ mod tests {
     #[test]
     fn lenient_parsing_finds_the_service() {
         let id = parse_service_uri_lenient("spiffe://other.example/workload/svc/web").unwrap();
-        assert_eq!((id.service.as_str(), id.namespace.as_str()), ("web", "default"));
+        assert_eq!(
+            (id.service.as_str(), id.namespace.as_str()),
+            ("web", "default")
+        );
         assert!(parse_service_uri_lenient("spiffe://td/agent/client/dc/d/id/n").is_err());
     }
 }

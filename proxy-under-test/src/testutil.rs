@@ -83,10 +83,13 @@ impl TestCa {
     }
 
     /// This CA's root cert re-issued by `by` (a cross-signed intermediate).
-    pub(crate) fn cross_signed_by(&self, by: &TestCa) -> CertificateDer<'static> {
+    pub(crate) fn cross_signed_by(&self, by: &Self) -> CertificateDer<'static> {
         let mut p = self.params.clone();
         p.use_authority_key_identifier_extension = true;
-        p.signed_by(self.issuer.key(), &by.issuer).unwrap().der().clone()
+        p.signed_by(self.issuer.key(), &by.issuer)
+            .unwrap()
+            .der()
+            .clone()
     }
 
     /// A leaf with `uri` as its only SAN (none if `None`), valid from `from` to `to` hours
@@ -175,9 +178,15 @@ pub(crate) async fn connect(
 }
 
 /// Sends `msg` and expects it echoed back. `Err` = refused (handshake error, EOF, reset).
-pub(crate) async fn probe(addr: SocketAddr, cfg: Arc<ClientConfig>, msg: &[u8]) -> Result<Vec<u8>, String> {
+pub(crate) async fn probe(
+    addr: SocketAddr,
+    cfg: Arc<ClientConfig>,
+    msg: &[u8],
+) -> Result<Vec<u8>, String> {
     let fut = async {
-        let mut s = connect(addr, cfg).await.map_err(|e| format!("connect/handshake: {e}"))?;
+        let mut s = connect(addr, cfg)
+            .await
+            .map_err(|e| format!("connect/handshake: {e}"))?;
         echo_once(&mut s, msg).await
     };
     tokio::time::timeout(Duration::from_secs(5), fut)
@@ -191,7 +200,9 @@ pub(crate) async fn echo_once<S: AsyncReadExt + AsyncWriteExt + Unpin>(
 ) -> Result<Vec<u8>, String> {
     s.write_all(msg).await.map_err(|e| format!("write: {e}"))?;
     let mut buf = vec![0u8; msg.len()];
-    s.read_exact(&mut buf).await.map_err(|e| format!("read: {e}"))?;
+    s.read_exact(&mut buf)
+        .await
+        .map_err(|e| format!("read: {e}"))?;
     Ok(buf)
 }
 
@@ -238,7 +249,10 @@ pub(crate) fn snapshot(
 pub(crate) async fn eventually<F: FnMut() -> bool>(limit: Duration, mut f: F) {
     let deadline = tokio::time::Instant::now() + limit;
     while !f() {
-        assert!(tokio::time::Instant::now() < deadline, "condition not reached within {limit:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not reached within {limit:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -150,8 +150,8 @@ pub struct InboundTls {
 /// `roots` (intermediates sent by the client are used, so cross-signed chains work), our leaf
 /// served, session resumption off (no session cache, no TLS 1.3 tickets).
 pub fn inbound(leaf: &Leaf, roots: &TrustRoots) -> Result<InboundTls, TlsError> {
-    let verifier = WebPkiClientVerifier::builder_with_provider(roots.store.clone(), provider())
-        .build()?;
+    let verifier =
+        WebPkiClientVerifier::builder_with_provider(roots.store.clone(), provider()).build()?;
     let mut config = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
         .with_client_cert_verifier(verifier.clone())

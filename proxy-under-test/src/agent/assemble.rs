@@ -153,7 +153,11 @@ pub(crate) fn chain_targets(chain: &CompiledChain) -> Option<(Vec<TargetSpec>, O
                 .map(|t| TargetSpec {
                     id: t.id.clone(),
                     service: t.service.clone(),
-                    namespace: if t.namespace.is_empty() { "default".into() } else { t.namespace.clone() },
+                    namespace: if t.namespace.is_empty() {
+                        "default".into()
+                    } else {
+                        t.namespace.clone()
+                    },
                     datacenter: t.datacenter.clone(),
                     filter: t.subset.filter.clone(),
                 })
@@ -184,7 +188,11 @@ pub(crate) fn targets_for(
     if let Some((targets, timeout)) = chain.and_then(chain_targets) {
         return (targets, timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT));
     }
-    let dc = if spec.datacenter.is_empty() { local_dc } else { &spec.datacenter };
+    let dc = if spec.datacenter.is_empty() {
+        local_dc
+    } else {
+        &spec.datacenter
+    };
     let target = TargetSpec {
         id: format!("{}.{}.default.{dc}", spec.name, spec.namespace),
         service: spec.name.clone(),
@@ -200,7 +208,11 @@ fn endpoints(entries: &[HealthEntry]) -> Vec<Endpoint> {
         .iter()
         .filter(|e| e.service.port != 0)
         .map(|e| Endpoint {
-            host: if e.service.address.is_empty() { e.node.address.clone() } else { e.service.address.clone() },
+            host: if e.service.address.is_empty() {
+                e.node.address.clone()
+            } else {
+                e.service.address.clone()
+            },
             port: e.service.port,
             datacenter: e.node.datacenter.clone(),
             label: format!("{}/{}", e.node.node, e.service.id),
@@ -260,7 +272,10 @@ impl State {
                 svc.port,
             ),
             local_app: SocketAddr::new(
-                ip_or(&proxy.local_service_address, IpAddr::V4(Ipv4Addr::LOCALHOST)),
+                ip_or(
+                    &proxy.local_service_address,
+                    IpAddr::V4(Ipv4Addr::LOCALHOST),
+                ),
                 proxy.local_service_port,
             ),
             leaf,

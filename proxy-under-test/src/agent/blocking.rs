@@ -140,7 +140,7 @@ mod tests {
         );
         b.reset();
         assert_eq!(b.failures(), 0);
-        assert_eq!(b.failure() <= Duration::from_millis(250), true);
+        assert!(b.failure() <= Duration::from_millis(250));
     }
 
     #[test]

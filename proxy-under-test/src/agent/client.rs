@@ -180,7 +180,13 @@ impl AgentClient {
     /// `GET /v1/agent/services` (for `-sidecar-for`).
     pub async fn services(&self) -> Result<BTreeMap<String, AgentService>, AgentError> {
         let resp = self
-            .send(Method::GET, "/v1/agent/services", &[], None, Duration::from_secs(30))
+            .send(
+                Method::GET,
+                "/v1/agent/services",
+                &[],
+                None,
+                Duration::from_secs(30),
+            )
             .await?;
         Self::decode(resp).await
     }
@@ -217,7 +223,10 @@ impl AgentClient {
         index: u64,
         wait: Duration,
     ) -> Result<Blocking<Vec<Intention>>, AgentError> {
-        let query = vec![("by", "destination".to_owned()), ("name", service.to_owned())];
+        let query = vec![
+            ("by", "destination".to_owned()),
+            ("name", service.to_owned()),
+        ];
         let got: Blocking<BTreeMap<String, Option<Vec<Intention>>>> = self
             .blocking(
                 Method::GET,
@@ -228,12 +237,7 @@ impl AgentClient {
                 wait,
             )
             .await?;
-        let list = got
-            .body
-            .get(service)
-            .cloned()
-            .flatten()
-            .unwrap_or_default();
+        let list = got.body.get(service).cloned().flatten().unwrap_or_default();
         Ok(Blocking {
             body: list,
             index: got.index,
@@ -295,7 +299,13 @@ impl AgentClient {
             Err(AgentError::Status { status: 403, .. }) => {
                 // Any other endpoint carries the header; roots needs no ACL.
                 let resp = self
-                    .send(Method::GET, "/v1/agent/connect/ca/roots", &[], None, timeout)
+                    .send(
+                        Method::GET,
+                        "/v1/agent/connect/ca/roots",
+                        &[],
+                        None,
+                        timeout,
+                    )
                     .await?;
                 let h = header(&resp, "X-Consul-Default-ACL-Policy").unwrap_or_default();
                 Ok(DefaultPolicy::resolve("", true, &h))

@@ -36,7 +36,12 @@ pub(crate) async fn index_watch<T, F, Fut>(
                 backoff.reset();
                 let changed = last_seen != Some(got.index);
                 if got.index < index {
-                    tracing::info!(watch = name, old = index, new = got.index, "agent index went backwards; resetting");
+                    tracing::info!(
+                        watch = name,
+                        old = index,
+                        new = got.index,
+                        "agent index went backwards; resetting"
+                    );
                 }
                 index = next_index(index, got.index);
                 last_seen = Some(got.index);

@@ -42,7 +42,11 @@ fn precedence_follows_consuls_table() {
         ("*", "*", "*", "*", 1),
     ];
     for (sns, sn, dns, dn, want) in rows {
-        assert_eq!(precedence(&ixn(sns, sn, dns, dn, true)), want, "{sns}/{sn} -> {dns}/{dn}");
+        assert_eq!(
+            precedence(&ixn(sns, sn, dns, dn, true)),
+            want,
+            "{sns}/{sn} -> {dns}/{dn}"
+        );
     }
 }
 
@@ -78,7 +82,10 @@ fn deny_wins_at_equal_precedence() {
     for order in [[true, false], [false, true]] {
         let set = IntentionSet::new(
             "db",
-            order.iter().map(|a| Intention::l4("web", "db", *a)).collect(),
+            order
+                .iter()
+                .map(|a| Intention::l4("web", "db", *a))
+                .collect(),
         );
         assert!(!set.authorize_l4(&src("web"), DefaultPolicy::ALLOW).allowed);
     }
@@ -104,18 +111,29 @@ fn default_policy_applies_when_nothing_matches() {
         }
     );
     let empty = IntentionSet::new("db", vec![]);
-    assert!(empty.authorize_l4(&src("web"), DefaultPolicy::ALLOW).allowed);
+    assert!(
+        empty
+            .authorize_l4(&src("web"), DefaultPolicy::ALLOW)
+            .allowed
+    );
     assert!(!empty.authorize_l4(&src("web"), DefaultPolicy::DENY).allowed);
 }
 
 #[test]
 fn default_policy_resolution() {
     let r = DefaultPolicy::resolve;
-    assert_eq!(r("", false, "deny"), DefaultPolicy::ALLOW, "ACLs off -> allow");
+    assert_eq!(
+        r("", false, "deny"),
+        DefaultPolicy::ALLOW,
+        "ACLs off -> allow"
+    );
     assert_eq!(r("", true, "deny"), DefaultPolicy::DENY);
     assert_eq!(r("", true, "allow"), DefaultPolicy::ALLOW);
     assert!(!r("deny", false, "allow").allow);
-    assert_eq!(r("deny", false, "allow").source, DefaultPolicySource::IntentionPolicy);
+    assert_eq!(
+        r("deny", false, "allow").source,
+        DefaultPolicySource::IntentionPolicy
+    );
     assert!(r("allow", true, "deny").allow);
 }
 
@@ -153,7 +171,10 @@ fn peers_other_namespaces_and_other_destinations_do_not_match() {
     other_ns.namespace = "team".into();
     let set = IntentionSet::new(
         "db",
-        vec![Intention::l4("web", "db", true), ixn("*", "*", "default", "db", false)],
+        vec![
+            Intention::l4("web", "db", true),
+            ixn("*", "*", "default", "db", false),
+        ],
     );
     assert!(!set.authorize_l4(&other_ns, DefaultPolicy::ALLOW).allowed);
     assert!(set.authorize_l4(&src("web"), DefaultPolicy::DENY).allowed);
@@ -191,7 +212,8 @@ fn l7_decide(perms: Vec<Permission>, method: &str, path: &str, headers: &[(&str,
         path,
         headers: &map,
     };
-    set.authorize_l7(&src("web"), &req, DefaultPolicy::DENY).allowed
+    set.authorize_l7(&src("web"), &req, DefaultPolicy::DENY)
+        .allowed
 }
 
 #[test]
@@ -236,31 +258,123 @@ fn l7_permission_table() {
     }));
 
     #[rustfmt::skip]
-    let cases: Vec<(&str, &HttpMatch, &str, &str, Vec<(&str, &str)>, bool)> = vec![
+    type Case<'a> = (&'a str, &'a HttpMatch, &'a str, &'a str, Vec<(&'a str, &'a str)>, bool);
+    let cases: Vec<Case<'_>> = vec![
         ("exact hit", &exact, "GET", "/x", vec![], true),
         ("exact miss longer", &exact, "GET", "/x/y", vec![], false),
         ("prefix hit", &prefix, "POST", "/api/v1", vec![], true),
         ("prefix miss", &prefix, "GET", "/apix", vec![], false),
         ("regex full match", &regex, "GET", "/v12/item", vec![], true),
-        ("regex is anchored", &regex, "GET", "/v1/item/extra", vec![], false),
+        (
+            "regex is anchored",
+            &regex,
+            "GET",
+            "/v1/item/extra",
+            vec![],
+            false,
+        ),
         ("method hit", &methods, "HEAD", "/anything", vec![], true),
-        ("method miss", &methods, "DELETE", "/anything", vec![], false),
+        (
+            "method miss",
+            &methods,
+            "DELETE",
+            "/anything",
+            vec![],
+            false,
+        ),
         ("present hit", &present, "GET", "/", vec![("x-a", "")], true),
         ("present miss", &present, "GET", "/", vec![], false),
-        ("header name is case-insensitive", &h_exact, "GET", "/", vec![("X-A", "Yes")], true),
-        ("exact is case-sensitive", &h_exact, "GET", "/", vec![("x-a", "yes")], false),
-        ("exact ignore-case", &h_exact_ic, "GET", "/", vec![("x-a", "yES")], true),
+        (
+            "header name is case-insensitive",
+            &h_exact,
+            "GET",
+            "/",
+            vec![("X-A", "Yes")],
+            true,
+        ),
+        (
+            "exact is case-sensitive",
+            &h_exact,
+            "GET",
+            "/",
+            vec![("x-a", "yes")],
+            false,
+        ),
+        (
+            "exact ignore-case",
+            &h_exact_ic,
+            "GET",
+            "/",
+            vec![("x-a", "yES")],
+            true,
+        ),
         ("prefix", &h_prefix, "GET", "/", vec![("x-a", "abc")], true),
-        ("prefix miss", &h_prefix, "GET", "/", vec![("x-a", "cab")], false),
+        (
+            "prefix miss",
+            &h_prefix,
+            "GET",
+            "/",
+            vec![("x-a", "cab")],
+            false,
+        ),
         ("suffix", &h_suffix, "GET", "/", vec![("x-a", "xyz")], true),
-        ("contains", &h_contains, "GET", "/", vec![("x-a", "amidst")], true),
+        (
+            "contains",
+            &h_contains,
+            "GET",
+            "/",
+            vec![("x-a", "amidst")],
+            true,
+        ),
         ("regex", &h_regex, "GET", "/", vec![("x-a", "123")], true),
-        ("regex anchored", &h_regex, "GET", "/", vec![("x-a", "1234")], false),
-        ("invert: other value matches", &h_invert, "GET", "/", vec![("x-a", "good")], true),
-        ("invert: the value does not", &h_invert, "GET", "/", vec![("x-a", "bad")], false),
-        ("invert: absent header matches", &h_invert, "GET", "/", vec![], true),
-        ("not present: absent", &h_not_present, "GET", "/", vec![], true),
-        ("not present: present", &h_not_present, "GET", "/", vec![("x-a", "1")], false),
+        (
+            "regex anchored",
+            &h_regex,
+            "GET",
+            "/",
+            vec![("x-a", "1234")],
+            false,
+        ),
+        (
+            "invert: other value matches",
+            &h_invert,
+            "GET",
+            "/",
+            vec![("x-a", "good")],
+            true,
+        ),
+        (
+            "invert: the value does not",
+            &h_invert,
+            "GET",
+            "/",
+            vec![("x-a", "bad")],
+            false,
+        ),
+        (
+            "invert: absent header matches",
+            &h_invert,
+            "GET",
+            "/",
+            vec![],
+            true,
+        ),
+        (
+            "not present: absent",
+            &h_not_present,
+            "GET",
+            "/",
+            vec![],
+            true,
+        ),
+        (
+            "not present: present",
+            &h_not_present,
+            "GET",
+            "/",
+            vec![("x-a", "1")],
+            false,
+        ),
     ];
     for (name, m, method, path, headers, want) in cases {
         // An allow permission: a match allows, no match falls to default deny.
@@ -299,9 +413,15 @@ fn l7_first_match_wins_and_falls_through_to_default() {
     };
     let d = set.authorize_l7(&src("web"), &post, DefaultPolicy::DENY);
     assert!(!d.allowed, "{d}");
-    assert!(set.authorize_l7(&src("web"), &post, DefaultPolicy::ALLOW).allowed);
+    assert!(
+        set.authorize_l7(&src("web"), &post, DefaultPolicy::ALLOW)
+            .allowed
+    );
     // Other sources are governed by the L4 wildcard.
-    assert!(set.authorize_l7(&src("api"), &post, DefaultPolicy::DENY).allowed);
+    assert!(
+        set.authorize_l7(&src("api"), &post, DefaultPolicy::DENY)
+            .allowed
+    );
 }
 
 #[test]
@@ -312,7 +432,14 @@ fn intentions_decode_from_match_api_json() {
         "Precedence":9,"CreateIndex":23,"ModifyIndex":23}]"#;
     let v: Vec<Intention> = serde_json::from_str(body).unwrap();
     assert_eq!(v[0].permissions.len(), 1);
-    assert!(v[0].permissions[0].http.as_ref().unwrap().methods.is_empty());
+    assert!(
+        v[0].permissions[0]
+            .http
+            .as_ref()
+            .unwrap()
+            .methods
+            .is_empty()
+    );
     assert_eq!(v[0].action, "");
 }
 

@@ -131,10 +131,8 @@ pub(crate) async fn supervise<F: Future>(
             }
             _ = flag_set(&mut kill) => return End::Killed,
         };
-        if recheck {
-            if let Err(reason) = reauthorize(shared, peer, l4) {
-                return End::Revoked(reason);
-            }
+        if recheck && let Err(reason) = reauthorize(shared, peer, l4) {
+            return End::Revoked(reason);
         }
     }
 }
@@ -142,7 +140,9 @@ pub(crate) async fn supervise<F: Future>(
 /// Logs and counts how a connection ended.
 pub(crate) fn log_end(shared: &Shared, peer: &Peer, end: &End) {
     match end {
-        End::Done => tracing::debug!(peer = %peer.addr, source = %peer.id, "inbound connection finished"),
+        End::Done => {
+            tracing::debug!(peer = %peer.addr, source = %peer.id, "inbound connection finished");
+        }
         End::Revoked(reason) => {
             shared.metrics.refused(RefuseReason::Reauthorization);
             shared.metrics.decision(false);
@@ -152,7 +152,9 @@ pub(crate) fn log_end(shared: &Shared, peer: &Peer, end: &End) {
             shared.metrics.refused(RefuseReason::Lifetime);
             tracing::info!(peer = %peer.addr, source = %peer.id, "inbound connection closed: maximum lifetime reached");
         }
-        End::Killed => tracing::info!(peer = %peer.addr, source = %peer.id, "inbound connection closed by shutdown"),
+        End::Killed => {
+            tracing::info!(peer = %peer.addr, source = %peer.id, "inbound connection closed by shutdown");
+        }
     }
 }
 

@@ -34,8 +34,10 @@ fn text(status: StatusCode, body: &'static str) -> Response<Body> {
             .boxed(),
     );
     *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain"),
+    );
     resp
 }
 

@@ -152,10 +152,10 @@ async fn handle(mut tcp: TcpStream, name: String, bind: SocketAddr, shared: Arc<
                 break;
             }
             Ok(Err(e)) => {
-                tracing::warn!(upstream = %name, target = %target.id, endpoint = %ep.label, error = %e, "upstream endpoint refused")
+                tracing::warn!(upstream = %name, target = %target.id, endpoint = %ep.label, error = %e, "upstream endpoint refused");
             }
             Err(_) => {
-                tracing::warn!(upstream = %name, target = %target.id, endpoint = %ep.label, "upstream endpoint timed out")
+                tracing::warn!(upstream = %name, target = %target.id, endpoint = %ep.label, "upstream endpoint timed out");
             }
         }
     }

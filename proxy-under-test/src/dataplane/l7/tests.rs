@@ -32,7 +32,9 @@ async fn http_app() -> SocketAddr {
                         .unwrap_or("")
                         .to_owned();
                     let body = format!("app:{} {} xfcc={xfcc}", req.method(), req.uri().path());
-                    Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from(body))))
+                    Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from(
+                        body,
+                    ))))
                 });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(tcp), svc)
@@ -84,7 +86,9 @@ async fn per_request_authorization_and_change_on_keepalive() {
 
     let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
     let tls = connect(dp.inbound_addr(), cfg).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
     tokio::spawn(conn);
 
     let mut send = async |method: &str, path: &str| {
@@ -92,7 +96,10 @@ async fn per_request_authorization_and_change_on_keepalive() {
             .method(method)
             .uri(path)
             .header("host", "db")
-            .header("x-forwarded-client-cert", "URI=spiffe://forged/ns/default/dc/dc1/svc/admin")
+            .header(
+                "x-forwarded-client-cert",
+                "URI=spiffe://forged/ns/default/dc/dc1/svc/admin",
+            )
             .body(Empty::<Bytes>::new())
             .unwrap();
         sender.ready().await.unwrap();
@@ -104,18 +111,31 @@ async fn per_request_authorization_and_change_on_keepalive() {
 
     let (s, b) = send("GET", "/public/index").await;
     assert_eq!(s, StatusCode::OK);
-    assert_eq!(b, format!("app:GET /public/index xfcc=URI={}", svc_uri(TD, "web")));
+    assert_eq!(
+        b,
+        format!("app:GET /public/index xfcc=URI={}", svc_uri(TD, "web"))
+    );
     let (s, b) = send("GET", "/public/secret/x").await;
-    assert_eq!((s, b.as_str()), (StatusCode::FORBIDDEN, "RBAC: access denied"));
+    assert_eq!(
+        (s, b.as_str()),
+        (StatusCode::FORBIDDEN, "RBAC: access denied")
+    );
     let (s, _) = send("POST", "/public/index").await;
-    assert_eq!(s, StatusCode::FORBIDDEN, "no permission matches: default deny");
+    assert_eq!(
+        s,
+        StatusCode::FORBIDDEN,
+        "no permission matches: default deny"
+    );
     let (s, _) = send("GET", "/other").await;
     assert_eq!(s, StatusCode::FORBIDDEN);
 
     // Change the intention to a plain deny: the next request on the same connection is refused.
     tx.send_modify(|cur| {
         let mut next = (**cur.as_ref().unwrap()).clone();
-        next.intentions = Arc::new(IntentionSet::new("db", vec![Intention::l4("web", "db", false)]));
+        next.intentions = Arc::new(IntentionSet::new(
+            "db",
+            vec![Intention::l4("web", "db", false)],
+        ));
         *cur = Some(Arc::new(next));
     });
     let (s, _) = send("GET", "/public/index").await;
@@ -123,11 +143,17 @@ async fn per_request_authorization_and_change_on_keepalive() {
     // And back to allow-all, still the same connection.
     tx.send_modify(|cur| {
         let mut next = (**cur.as_ref().unwrap()).clone();
-        next.intentions = Arc::new(IntentionSet::new("db", vec![Intention::l4("web", "db", true)]));
+        next.intentions = Arc::new(IntentionSet::new(
+            "db",
+            vec![Intention::l4("web", "db", true)],
+        ));
         *cur = Some(Arc::new(next));
     });
     let (s, b) = send("POST", "/anything").await;
-    assert_eq!((s, b.starts_with("app:POST /anything")), (StatusCode::OK, true));
+    assert_eq!(
+        (s, b.starts_with("app:POST /anything")),
+        (StatusCode::OK, true)
+    );
 }
 
 #[tokio::test]
@@ -144,7 +170,12 @@ async fn l7_still_requires_client_certificates() {
     let other = TestCa::new("Other");
     for leaf in [None, Some(other.service_leaf("web"))] {
         let cfg = client_config(leaf.as_ref(), &ca.roots(), "db", false);
-        let r = probe(dp.inbound_addr(), cfg, b"GET / HTTP/1.1\r\nhost: db\r\n\r\n").await;
+        let r = probe(
+            dp.inbound_addr(),
+            cfg,
+            b"GET / HTTP/1.1\r\nhost: db\r\n\r\n",
+        )
+        .await;
         assert!(r.is_err(), "{r:?}");
     }
 }

@@ -32,14 +32,21 @@ async fn fake_upstream(ca: &TestCa, leaf: TestLeaf, name: &'static str, seen: Se
             let acceptor = TlsAcceptor::from(cfg.clone());
             let seen = seen.clone();
             tokio::spawn(async move {
-                let Ok(mut s) = acceptor.accept(tcp).await else { return };
-                let uri = s.get_ref().1.peer_certificates()
+                let Ok(mut s) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let uri = s
+                    .get_ref()
+                    .1
+                    .peer_certificates()
                     .and_then(|c| c.first())
                     .and_then(|c| crate::spiffe::uri_sans(c).ok())
                     .and_then(|u| u.into_iter().next())
                     .unwrap_or_default();
                 seen.lock().unwrap().push(format!("{name}<-{uri}"));
-                if s.write_all(name.as_bytes()).await.is_err() { return }
+                if s.write_all(name.as_bytes()).await.is_err() {
+                    return;
+                }
                 let (mut r, mut w) = tokio::io::split(s);
                 let _ = tokio::io::copy(&mut r, &mut w).await;
             });
@@ -82,11 +89,15 @@ async fn via(addr: SocketAddr) -> Result<String, String> {
     let fut = async {
         let mut s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
         let mut name = [0u8; 8];
-        s.read_exact(&mut name).await.map_err(|e| format!("closed: {e}"))?;
+        s.read_exact(&mut name)
+            .await
+            .map_err(|e| format!("closed: {e}"))?;
         assert_eq!(echo_once(&mut s, b"hello").await?, b"hello");
         Ok(String::from_utf8_lossy(&name).into_owned())
     };
-    tokio::time::timeout(Duration::from_secs(5), fut).await.map_err(|_| "timeout".to_owned())?
+    tokio::time::timeout(Duration::from_secs(5), fut)
+        .await
+        .map_err(|_| "timeout".to_owned())?
 }
 
 #[tokio::test]
@@ -97,11 +108,30 @@ async fn verifies_upstream_identity_and_spreads_over_endpoints() {
     let good2 = fake_upstream(&ca, ca.service_leaf("cache"), "cache-02", seen.clone()).await;
     let impostor = fake_upstream(&ca, ca.service_leaf("web"), "impostor", seen.clone()).await;
     let untrusted = TestCa::new("Other");
-    let foreign = fake_upstream(&untrusted, untrusted.service_leaf("cache"), "foreign!", seen.clone()).await;
-    let up = upstream(vec![target("cache", vec![
-        ep(impostor, "impostor"), ep(good1, "good1"), ep(foreign, "foreign"), ep(good2, "good2"),
-    ])]);
-    let snap = snapshot(&ca, echo_app().await, vec![], DefaultPolicy::ALLOW, Knobs::default(), vec![up]);
+    let foreign = fake_upstream(
+        &untrusted,
+        untrusted.service_leaf("cache"),
+        "foreign!",
+        seen.clone(),
+    )
+    .await;
+    let up = upstream(vec![target(
+        "cache",
+        vec![
+            ep(impostor, "impostor"),
+            ep(good1, "good1"),
+            ep(foreign, "foreign"),
+            ep(good2, "good2"),
+        ],
+    )]);
+    let snap = snapshot(
+        &ca,
+        echo_app().await,
+        vec![],
+        DefaultPolicy::ALLOW,
+        Knobs::default(),
+        vec![up],
+    );
     let (_tx, rx) = watch::channel(Some(Arc::new(snap)));
     let dp = DataPlane::new(rx).start().await.unwrap();
     let local = dp.upstream_addr("cache").unwrap();
@@ -124,7 +154,10 @@ async fn verifies_upstream_identity_and_spreads_over_endpoints() {
     assert!(!seen.is_empty());
     for s in &seen {
         if s.starts_with("cache-") {
-            assert!(s.ends_with(&svc_uri(TD, "db")), "the proxy presents db's leaf: {s}");
+            assert!(
+                s.ends_with(&svc_uri(TD, "db")),
+                "the proxy presents db's leaf: {s}"
+            );
         }
     }
 }
@@ -134,8 +167,18 @@ async fn fails_over_to_the_next_target_and_closes_without_endpoints() {
     let ca = TestCa::new("Consul CA 1");
     let seen: Seen = Arc::default();
     let v2 = fake_upstream(&ca, ca.service_leaf("cache-v2"), "cachev2!", seen.clone()).await;
-    let up = upstream(vec![target("cache", vec![]), target("cache-v2", vec![ep(v2, "v2")])]);
-    let snap = snapshot(&ca, echo_app().await, vec![], DefaultPolicy::ALLOW, Knobs::default(), vec![up]);
+    let up = upstream(vec![
+        target("cache", vec![]),
+        target("cache-v2", vec![ep(v2, "v2")]),
+    ]);
+    let snap = snapshot(
+        &ca,
+        echo_app().await,
+        vec![],
+        DefaultPolicy::ALLOW,
+        Knobs::default(),
+        vec![up],
+    );
     let (tx, rx) = watch::channel(Some(Arc::new(snap)));
     let dp = DataPlane::new(rx).start().await.unwrap();
     let local = dp.upstream_addr("cache").unwrap();
@@ -152,7 +195,14 @@ async fn fails_over_to_the_next_target_and_closes_without_endpoints() {
 #[tokio::test]
 async fn upstream_listeners_follow_the_snapshot() {
     let ca = TestCa::new("Consul CA 1");
-    let snap = snapshot(&ca, echo_app().await, vec![], DefaultPolicy::ALLOW, Knobs::default(), vec![]);
+    let snap = snapshot(
+        &ca,
+        echo_app().await,
+        vec![],
+        DefaultPolicy::ALLOW,
+        Knobs::default(),
+        vec![],
+    );
     let (tx, rx) = watch::channel(Some(Arc::new(snap)));
     let dp = DataPlane::new(rx).start().await.unwrap();
     assert!(dp.upstream_addr("cache").is_none());
@@ -161,7 +211,10 @@ async fn upstream_listeners_follow_the_snapshot() {
         next.upstreams = vec![upstream(vec![])];
         *cur = Some(Arc::new(next));
     });
-    eventually(Duration::from_secs(2), || dp.upstream_addr("cache").is_some()).await;
+    eventually(Duration::from_secs(2), || {
+        dp.upstream_addr("cache").is_some()
+    })
+    .await;
     let addr = dp.upstream_addr("cache").unwrap();
     assert!(TcpStream::connect(addr).await.is_ok());
     tx.send_modify(|cur| {
@@ -169,7 +222,10 @@ async fn upstream_listeners_follow_the_snapshot() {
         next.upstreams.clear();
         *cur = Some(Arc::new(next));
     });
-    eventually(Duration::from_secs(2), || dp.upstream_addr("cache").is_none()).await;
+    eventually(Duration::from_secs(2), || {
+        dp.upstream_addr("cache").is_none()
+    })
+    .await;
 }
 
 #[test]
@@ -179,7 +235,12 @@ fn candidates_rotate_and_are_bounded() {
         target("cache", vec![ep(a, "a"), ep(a, "b")]),
         target("cache-dc2", vec![ep(a, "c"), ep(a, "d")]),
     ]);
-    let labels = |start| candidates(&up, start).iter().map(|(_, e)| e.label.clone()).collect::<Vec<_>>();
+    let labels = |start| {
+        candidates(&up, start)
+            .iter()
+            .map(|(_, e)| e.label.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(labels(0), ["a", "b", "c"]);
     assert_eq!(labels(1), ["b", "a", "d"]);
 }
