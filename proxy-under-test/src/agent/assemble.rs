@@ -71,6 +71,9 @@ pub(crate) struct State {
 /// Parses a Go duration string such as `5s`, `1m30s`, `250ms`, `1.5s`.
 pub(crate) fn parse_go_duration(s: &str) -> Option<Duration> {
     let mut rest = s.trim();
+    if rest.is_empty() {
+        return None;
+    }
     if rest == "0" {
         return Some(Duration::ZERO);
     }
@@ -186,6 +189,7 @@ pub(crate) fn targets_for(
     local_dc: &str,
 ) -> (Vec<TargetSpec>, Duration) {
     if let Some((targets, timeout)) = chain.and_then(chain_targets) {
+        let timeout = timeout.filter(|t| !t.is_zero());
         return (targets, timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT));
     }
     let dc = if spec.datacenter.is_empty() {
@@ -287,3 +291,6 @@ impl State {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;
