@@ -88,7 +88,6 @@ fn main() -> ExitCode {
     match rt.block_on(run(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e:#}");
             eprintln!("error: {e:#}");
             ExitCode::from(1)
         }
