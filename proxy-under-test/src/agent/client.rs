@@ -216,7 +216,9 @@ impl AgentClient {
         .await
     }
 
-    /// `GET /v1/connect/intentions/match?by=destination&name=<service>` (`null` = none).
+    /// `GET /v1/connect/intentions/match?by=destination&name=<service>&cached` (`null` = none).
+    /// `?cached` (here, for chains and for health) lets the agent answer from its cache while the
+    /// servers are unreachable.
     pub async fn intentions(
         &self,
         service: &str,
@@ -226,6 +228,7 @@ impl AgentClient {
         let query = vec![
             ("by", "destination".to_owned()),
             ("name", service.to_owned()),
+            ("cached", String::new()),
         ];
         let got: Blocking<BTreeMap<String, Option<Vec<Intention>>>> = self
             .blocking(
@@ -253,7 +256,7 @@ impl AgentClient {
         wait: Duration,
     ) -> Result<Blocking<ChainResponse>, AgentError> {
         let path = format!("/v1/discovery-chain/{}", seg(name));
-        let mut query = Vec::new();
+        let mut query = vec![("cached", String::new())];
         if !compile_dc.is_empty() {
             query.push(("compile-dc", compile_dc.to_owned()));
         }
@@ -262,7 +265,7 @@ impl AgentClient {
             .await
     }
 
-    /// `GET /v1/health/connect/:service?passing=1[&dc=][&filter=]`.
+    /// `GET /v1/health/connect/:service?passing=1&cached[&dc=][&filter=]`.
     pub async fn health_connect(
         &self,
         service: &str,
@@ -272,7 +275,7 @@ impl AgentClient {
         wait: Duration,
     ) -> Result<Blocking<Vec<HealthEntry>>, AgentError> {
         let path = format!("/v1/health/connect/{}", seg(service));
-        let mut query = vec![("passing", "1".to_owned())];
+        let mut query = vec![("passing", "1".to_owned()), ("cached", String::new())];
         if !dc.is_empty() {
             query.push(("dc", dc.to_owned()));
         }

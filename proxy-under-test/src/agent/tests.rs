@@ -182,6 +182,10 @@ async fn client_parses_wire_and_reports_errors_like_consul() {
     assert_eq!(m.query.get("name").map(String::as_str), Some("db"));
     assert_eq!(m.query.get("index").map(String::as_str), Some("3"));
     assert_eq!(m.query.get("wait").map(String::as_str), Some("1000ms"));
+    assert!(
+        m.query.contains_key("cached"),
+        "served from the agent cache when servers are down"
+    );
 
     assert!(matches!(
         AgentClient::new("https://x:8501", None),
