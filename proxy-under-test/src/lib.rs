@@ -1,1 +1,34 @@
-//! The reference sidecar proxy (filled in by the proxy issue).
+//! proxy-under-test: the reference Consul Connect sidecar proxy (L4 + L7).
+//!
+//! The control plane ([`agent`]) keeps an immutable [`Snapshot`] fresh with blocking queries
+//! against the local Consul agent and publishes it through a `tokio::sync::watch` channel; the
+//! data plane ([`DataPlane`]) binds its listeners only once a complete snapshot exists (fail
+//! closed), and from then on serves from memory alone (fail static): inbound mTLS with local
+//! authorization from intentions (per connection, or per HTTP request for HTTP services), and
+//! one local listener per upstream dialing healthy endpoints over mTLS.
+//!
+//! Knobs are read from the registration's `Proxy.Config`; see [`knobs`] for names and defaults.
+#![forbid(unsafe_code)]
+
+pub mod agent;
+pub mod authz;
+pub mod cli;
+pub mod dataplane;
+pub mod knobs;
+pub mod metrics;
+pub mod proxy;
+pub mod snapshot;
+pub mod spiffe;
+pub mod tls;
+
+pub use agent::{AgentClient, AgentError, ControlPlane, Timing};
+pub use authz::{Decision, DefaultPolicy, Intention, IntentionSet};
+pub use dataplane::{DataPlane, DataPlaneError, RunningDataPlane, SnapshotRx};
+pub use knobs::{Knobs, Protocol};
+pub use metrics::Metrics;
+pub use proxy::{Proxy, ProxyError, RunningProxy};
+pub use snapshot::{Endpoint, Snapshot, Target, Upstream};
+pub use tls::{Leaf, TrustRoots};
+
+#[cfg(test)]
+mod testutil;

@@ -1,0 +1,296 @@
+//! Pure assembly: from the latest agent data to upstream specs, chain targets and a complete
+//! [`Snapshot`] (or nothing, while something required is still missing: fail closed).
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::types::{AgentService, CompiledChain, HealthEntry};
+use crate::authz::{DefaultPolicy, IntentionSet};
+use crate::knobs::Knobs;
+use crate::snapshot::{Endpoint, Snapshot, Target, Upstream};
+use crate::tls::{Leaf, TrustRoots};
+
+/// Default resolver connect timeout when the chain does not say.
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Chain watch key: (upstream name, datacenter to compile for; empty = local).
+pub(crate) type ChainKey = (String, String);
+/// Health watch key: (service, datacenter; empty = local, filter).
+pub(crate) type HealthKey = (String, String, String);
+
+/// An upstream as registered, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UpstreamSpec {
+    pub(crate) name: String,
+    pub(crate) namespace: String,
+    pub(crate) datacenter: String,
+    pub(crate) bind: SocketAddr,
+}
+
+impl UpstreamSpec {
+    pub(crate) fn chain_key(&self) -> ChainKey {
+        (self.name.clone(), self.datacenter.clone())
+    }
+}
+
+/// A target whose endpoints must be watched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TargetSpec {
+    pub(crate) id: String,
+    pub(crate) service: String,
+    pub(crate) namespace: String,
+    pub(crate) datacenter: String,
+    pub(crate) filter: String,
+}
+
+impl TargetSpec {
+    pub(crate) fn health_key(&self, local_dc: &str) -> HealthKey {
+        let dc = if self.datacenter == local_dc {
+            String::new()
+        } else {
+            self.datacenter.clone()
+        };
+        (self.service.clone(), dc, self.filter.clone())
+    }
+}
+
+/// Everything the control plane has learned so far.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub(crate) service: Option<AgentService>,
+    pub(crate) leaf: Option<Leaf>,
+    pub(crate) roots: Option<TrustRoots>,
+    pub(crate) intentions: Option<Arc<IntentionSet>>,
+    pub(crate) policy: Option<DefaultPolicy>,
+    pub(crate) chains: BTreeMap<ChainKey, CompiledChain>,
+    pub(crate) health: BTreeMap<HealthKey, Vec<HealthEntry>>,
+}
+
+/// Parses a Go duration string such as `5s`, `1m30s`, `250ms`, `1.5s`.
+pub(crate) fn parse_go_duration(s: &str) -> Option<Duration> {
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    if rest == "0" {
+        return Some(Duration::ZERO);
+    }
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let value: f64 = rest[..num_len].parse().ok()?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let factor = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += value * factor;
+        rest = &rest[unit_len..];
+    }
+    Some(Duration::from_secs_f64(total))
+}
+
+fn ip_or(addr: &str, default: IpAddr) -> IpAddr {
+    if addr.is_empty() {
+        return default;
+    }
+    addr.parse().unwrap_or_else(|_| {
+        tracing::warn!(addr, "not an IP address; using {default}");
+        default
+    })
+}
+
+/// The upstreams this proxy can serve (prepared queries, unix sockets and port-less upstreams are
+/// skipped with an error log, like the built-in proxy).
+pub(crate) fn upstream_specs(svc: &AgentService) -> Vec<UpstreamSpec> {
+    let Some(proxy) = &svc.proxy else {
+        return Vec::new();
+    };
+    proxy
+        .upstreams
+        .iter()
+        .filter_map(|u| {
+            let kind = if u.destination_type.is_empty() { "service" } else { &u.destination_type };
+            if kind != "service" {
+                tracing::error!(upstream = %u.destination_name, kind, "unsupported upstream type; skipped");
+                return None;
+            }
+            if !u.local_bind_socket_path.is_empty() || u.local_bind_port == 0 {
+                tracing::error!(upstream = %u.destination_name, "upstream without LocalBindPort (or with a socket path) is not supported; skipped");
+                return None;
+            }
+            let ip = ip_or(&u.local_bind_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
+            Some(UpstreamSpec {
+                name: u.destination_name.clone(),
+                namespace: if u.destination_namespace.is_empty() { "default".into() } else { u.destination_namespace.clone() },
+                datacenter: u.datacenter.clone(),
+                bind: SocketAddr::new(ip, u.local_bind_port),
+            })
+        })
+        .collect()
+}
+
+/// Follows the chain from its start node to a resolver (routers: the last, catch-all route;
+/// splitters: the heaviest split) and returns its primary + failover targets and connect timeout.
+pub(crate) fn chain_targets(chain: &CompiledChain) -> Option<(Vec<TargetSpec>, Option<Duration>)> {
+    let mut key = chain.start_node.clone();
+    for _ in 0..16 {
+        let node = chain.nodes.get(&key)?;
+        if let Some(res) = &node.resolver {
+            let ids = std::iter::once(&res.target)
+                .chain(res.failover.iter().flat_map(|f| f.targets.iter()));
+            let targets = ids
+                .filter_map(|id| chain.targets.get(id))
+                .map(|t| TargetSpec {
+                    id: t.id.clone(),
+                    service: t.service.clone(),
+                    namespace: if t.namespace.is_empty() {
+                        "default".into()
+                    } else {
+                        t.namespace.clone()
+                    },
+                    datacenter: t.datacenter.clone(),
+                    filter: t.subset.filter.clone(),
+                })
+                .collect::<Vec<_>>();
+            return (!targets.is_empty())
+                .then(|| (targets, parse_go_duration(&res.connect_timeout)));
+        }
+        let next = match node.kind.as_str() {
+            "router" => node.routes.last().map(|r| r.next_node.clone()),
+            "splitter" => node
+                .splits
+                .iter()
+                .max_by(|a, b| a.weight.total_cmp(&b.weight))
+                .map(|s| s.next_node.clone()),
+            _ => None,
+        }?;
+        key = next;
+    }
+    None
+}
+
+/// The targets of one upstream: from its chain when known, else the upstream service itself.
+pub(crate) fn targets_for(
+    spec: &UpstreamSpec,
+    chain: Option<&CompiledChain>,
+    local_dc: &str,
+) -> (Vec<TargetSpec>, Duration) {
+    if let Some((targets, timeout)) = chain.and_then(chain_targets) {
+        let timeout = timeout.filter(|t| !t.is_zero());
+        return (targets, timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT));
+    }
+    let dc = if spec.datacenter.is_empty() {
+        local_dc
+    } else {
+        &spec.datacenter
+    };
+    let target = TargetSpec {
+        id: format!("{}.{}.default.{dc}", spec.name, spec.namespace),
+        service: spec.name.clone(),
+        namespace: spec.namespace.clone(),
+        datacenter: dc.to_owned(),
+        filter: String::new(),
+    };
+    (vec![target], DEFAULT_CONNECT_TIMEOUT)
+}
+
+fn endpoints(entries: &[HealthEntry]) -> Vec<Endpoint> {
+    entries
+        .iter()
+        .filter(|e| e.service.port != 0)
+        .map(|e| Endpoint {
+            host: if e.service.address.is_empty() {
+                e.node.address.clone()
+            } else {
+                e.service.address.clone()
+            },
+            port: e.service.port,
+            datacenter: e.node.datacenter.clone(),
+            label: format!("{}/{}", e.node.node, e.service.id),
+        })
+        .filter(|e| !e.host.is_empty())
+        .collect()
+}
+
+impl State {
+    /// A complete snapshot, or `None` while registration, leaf, roots, intentions or the default
+    /// policy is missing.
+    pub(crate) fn snapshot(&self) -> Option<Snapshot> {
+        let svc = self.service.as_ref()?;
+        let proxy = svc.proxy.as_ref()?;
+        let (leaf, roots) = (self.leaf.clone()?, self.roots.clone()?);
+        let (intentions, default_policy) = (self.intentions.clone()?, self.policy?);
+        if intentions.destination() != proxy.destination_service_name {
+            return None;
+        }
+        let knobs = Knobs::from_config(&proxy.config);
+        let upstreams = upstream_specs(svc)
+            .into_iter()
+            .map(|spec| {
+                let (targets, timeout) =
+                    targets_for(&spec, self.chains.get(&spec.chain_key()), &svc.datacenter);
+                let targets = targets
+                    .into_iter()
+                    .map(|t| {
+                        let eps = self
+                            .health
+                            .get(&t.health_key(&svc.datacenter))
+                            .map(|e| endpoints(e))
+                            .unwrap_or_default();
+                        Target {
+                            id: t.id,
+                            service: t.service,
+                            namespace: t.namespace,
+                            datacenter: t.datacenter,
+                            endpoints: eps,
+                        }
+                    })
+                    .collect();
+                Upstream {
+                    name: spec.name,
+                    bind: spec.bind,
+                    connect_timeout: timeout,
+                    targets,
+                }
+            })
+            .collect();
+        Some(Snapshot {
+            proxy_id: svc.id.clone(),
+            service: proxy.destination_service_name.clone(),
+            datacenter: svc.datacenter.clone(),
+            public_listener: SocketAddr::new(
+                ip_or(&svc.address, IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+                svc.port,
+            ),
+            local_app: SocketAddr::new(
+                ip_or(
+                    &proxy.local_service_address,
+                    IpAddr::V4(Ipv4Addr::LOCALHOST),
+                ),
+                proxy.local_service_port,
+            ),
+            leaf,
+            roots,
+            intentions,
+            default_policy,
+            knobs,
+            upstreams,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,339 @@
+//! HTTP client for the local agent: plain HTTP (reqwest, no TLS), `X-Consul-Token` on every
+//! request, blocking parameters, index/hash headers, and Consul-style error texts.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+
+use super::AgentError;
+use super::types::{AgentService, CaRoots, ChainResponse, HealthEntry, LeafCert};
+use crate::authz::{DefaultPolicy, Intention};
+
+/// Result of a blocking read: the body and the returned index (or content hash).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blocking<T> {
+    /// The decoded body.
+    pub body: T,
+    /// `X-Consul-Index` (0 when absent).
+    pub index: u64,
+}
+
+/// An agent HTTP client.
+#[derive(Debug, Clone)]
+pub struct AgentClient {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+/// Normalizes `CONSUL_HTTP_ADDR` forms: `host:port`, `http://host:port[/prefix]`. HTTPS and unix
+/// sockets are not supported by this proxy (clear error).
+pub fn normalize_addr(addr: &str) -> Result<String, AgentError> {
+    let addr = addr.trim();
+    if addr.is_empty() {
+        return Ok("http://127.0.0.1:8500".to_owned());
+    }
+    let lower = addr.to_ascii_lowercase();
+    if lower.starts_with("https://") || lower.starts_with("unix://") {
+        return Err(AgentError::UnsupportedAddress(addr.to_owned()));
+    }
+    let with_scheme = if lower.starts_with("http://") {
+        addr.to_owned()
+    } else if addr.contains("://") {
+        return Err(AgentError::UnsupportedAddress(addr.to_owned()));
+    } else {
+        format!("http://{addr}")
+    };
+    Ok(with_scheme.trim_end_matches('/').to_owned())
+}
+
+/// Encodes one path segment (service names and IDs are plain, but be safe).
+fn seg(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// HTTP timeout for a blocking request: above `wait + wait/16` (the server's jitter) + slack.
+pub fn http_timeout(wait: Duration) -> Duration {
+    wait + wait / 16 + Duration::from_secs(5)
+}
+
+impl AgentClient {
+    /// A client for `addr` (see [`normalize_addr`]) sending `token` when set.
+    pub fn new(addr: &str, token: Option<String>) -> Result<Self, AgentError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| AgentError::Transport(e.to_string()))?;
+        Ok(Self {
+            http,
+            base: normalize_addr(addr)?,
+            token: token.filter(|t| !t.is_empty()),
+        })
+    }
+
+    /// The base URL, e.g. `http://127.0.0.1:8500`.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<reqwest::Response, AgentError> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .query(query)
+            .timeout(timeout);
+        if let Some(t) = &self.token {
+            req = req.header("X-Consul-Token", t);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req.send().await.map_err(|e| {
+            if e.is_timeout() {
+                AgentError::Timeout
+            } else {
+                AgentError::Transport(e.to_string())
+            }
+        })?;
+        if resp.status() != StatusCode::OK {
+            let status = resp.status().as_u16();
+            let body = resp.text().await.unwrap_or_default();
+            return Err(AgentError::Status {
+                status,
+                body: body.trim_end().to_owned(),
+            });
+        }
+        Ok(resp)
+    }
+
+    async fn decode<T: DeserializeOwned>(resp: reqwest::Response) -> Result<T, AgentError> {
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| AgentError::Transport(e.to_string()))?;
+        serde_json::from_slice(&bytes).map_err(|e| AgentError::Decode(e.to_string()))
+    }
+
+    async fn blocking<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        mut query: Vec<(&str, String)>,
+        body: Option<&serde_json::Value>,
+        index: u64,
+        wait: Duration,
+    ) -> Result<Blocking<T>, AgentError> {
+        if index > 0 {
+            query.push(("index", index.to_string()));
+            query.push(("wait", format!("{}ms", wait.as_millis())));
+        }
+        let resp = self
+            .send(method, path, &query, body, http_timeout(wait))
+            .await?;
+        let index = header(&resp, "X-Consul-Index")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        Ok(Blocking {
+            body: Self::decode(resp).await?,
+            index,
+        })
+    }
+
+    /// `GET /v1/agent/service/:id`, hash-blocking when `hash` is given. Returns the service and
+    /// its `X-Consul-ContentHash`.
+    pub async fn service(
+        &self,
+        id: &str,
+        hash: Option<&str>,
+        wait: Duration,
+    ) -> Result<(AgentService, String), AgentError> {
+        let mut query = Vec::new();
+        if let Some(h) = hash.filter(|h| !h.is_empty()) {
+            query.push(("hash", h.to_owned()));
+            query.push(("wait", format!("{}ms", wait.as_millis())));
+        }
+        let path = format!("/v1/agent/service/{}", seg(id));
+        let resp = self
+            .send(Method::GET, &path, &query, None, http_timeout(wait))
+            .await?;
+        let hash = header(&resp, "X-Consul-ContentHash").unwrap_or_default();
+        Ok((Self::decode(resp).await?, hash))
+    }
+
+    /// `GET /v1/agent/services` (for `-sidecar-for`).
+    pub async fn services(&self) -> Result<BTreeMap<String, AgentService>, AgentError> {
+        let resp = self
+            .send(
+                Method::GET,
+                "/v1/agent/services",
+                &[],
+                None,
+                Duration::from_secs(30),
+            )
+            .await?;
+        Self::decode(resp).await
+    }
+
+    /// `GET /v1/agent/connect/ca/leaf/:service?index=&wait=`.
+    pub async fn leaf(
+        &self,
+        service: &str,
+        index: u64,
+        wait: Duration,
+    ) -> Result<Blocking<LeafCert>, AgentError> {
+        let path = format!("/v1/agent/connect/ca/leaf/{}", seg(service));
+        self.blocking(Method::GET, &path, vec![], None, index, wait)
+            .await
+    }
+
+    /// `GET /v1/agent/connect/ca/roots?index=&wait=`.
+    pub async fn roots(&self, index: u64, wait: Duration) -> Result<Blocking<CaRoots>, AgentError> {
+        self.blocking(
+            Method::GET,
+            "/v1/agent/connect/ca/roots",
+            vec![],
+            None,
+            index,
+            wait,
+        )
+        .await
+    }
+
+    /// `GET /v1/connect/intentions/match?by=destination&name=<service>&cached` (`null` = none).
+    /// `?cached` (here, for chains and for health) lets the agent answer from its cache while the
+    /// servers are unreachable.
+    pub async fn intentions(
+        &self,
+        service: &str,
+        index: u64,
+        wait: Duration,
+    ) -> Result<Blocking<Vec<Intention>>, AgentError> {
+        let query = vec![
+            ("by", "destination".to_owned()),
+            ("name", service.to_owned()),
+            ("cached", String::new()),
+        ];
+        let got: Blocking<BTreeMap<String, Option<Vec<Intention>>>> = self
+            .blocking(
+                Method::GET,
+                "/v1/connect/intentions/match",
+                query,
+                None,
+                index,
+                wait,
+            )
+            .await?;
+        let list = got.body.get(service).cloned().flatten().unwrap_or_default();
+        Ok(Blocking {
+            body: list,
+            index: got.index,
+        })
+    }
+
+    /// `POST /v1/discovery-chain/:name` with `{"OverrideProtocol":"tcp"}` (L4 upstreams).
+    pub async fn discovery_chain(
+        &self,
+        name: &str,
+        compile_dc: &str,
+        index: u64,
+        wait: Duration,
+    ) -> Result<Blocking<ChainResponse>, AgentError> {
+        let path = format!("/v1/discovery-chain/{}", seg(name));
+        let mut query = vec![("cached", String::new())];
+        if !compile_dc.is_empty() {
+            query.push(("compile-dc", compile_dc.to_owned()));
+        }
+        let body = serde_json::json!({ "OverrideProtocol": "tcp" });
+        self.blocking(Method::POST, &path, query, Some(&body), index, wait)
+            .await
+    }
+
+    /// `GET /v1/health/connect/:service?passing=1&cached[&dc=][&filter=]`.
+    pub async fn health_connect(
+        &self,
+        service: &str,
+        dc: &str,
+        filter: &str,
+        index: u64,
+        wait: Duration,
+    ) -> Result<Blocking<Vec<HealthEntry>>, AgentError> {
+        let path = format!("/v1/health/connect/{}", seg(service));
+        let mut query = vec![("passing", "1".to_owned()), ("cached", String::new())];
+        if !dc.is_empty() {
+            query.push(("dc", dc.to_owned()));
+        }
+        if !filter.is_empty() {
+            query.push(("filter", filter.to_owned()));
+        }
+        self.blocking(Method::GET, &path, query, None, index, wait)
+            .await
+    }
+
+    /// The default intention policy from `/v1/agent/self` (`DebugConfig`), falling back to the
+    /// `X-Consul-Default-ACL-Policy` header when the token may not read agent/self (403).
+    pub async fn default_policy(&self) -> Result<DefaultPolicy, AgentError> {
+        let timeout = Duration::from_secs(30);
+        match self
+            .send(Method::GET, "/v1/agent/self", &[], None, timeout)
+            .await
+        {
+            Ok(resp) => {
+                let header_policy = header(&resp, "X-Consul-Default-ACL-Policy");
+                let body: serde_json::Value = Self::decode(resp).await?;
+                Ok(policy_from_self(&body, header_policy.as_deref()))
+            }
+            Err(AgentError::Status { status: 403, .. }) => {
+                // Any other endpoint carries the header; roots needs no ACL.
+                let resp = self
+                    .send(
+                        Method::GET,
+                        "/v1/agent/connect/ca/roots",
+                        &[],
+                        None,
+                        timeout,
+                    )
+                    .await?;
+                let h = header(&resp, "X-Consul-Default-ACL-Policy").unwrap_or_default();
+                Ok(DefaultPolicy::resolve("", true, &h))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Reads `DebugConfig.DefaultIntentionPolicy`, `DebugConfig.ACLsEnabled` and
+/// `DebugConfig.ACLResolverSettings.ACLDefaultPolicy` (header as a fallback for the latter).
+pub(crate) fn policy_from_self(body: &serde_json::Value, header: Option<&str>) -> DefaultPolicy {
+    let dc = &body["DebugConfig"];
+    let intention = dc["DefaultIntentionPolicy"].as_str().unwrap_or("");
+    let acls = dc["ACLsEnabled"].as_bool().unwrap_or(true);
+    let acl_default = dc["ACLResolverSettings"]["ACLDefaultPolicy"]
+        .as_str()
+        .or(header)
+        .unwrap_or("allow");
+    DefaultPolicy::resolve(intention, acls, acl_default)
+}
+
+fn header(resp: &reqwest::Response, name: &str) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}

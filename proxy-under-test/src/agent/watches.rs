@@ -1,0 +1,131 @@
+//! One task per watch: a loop of blocking reads obeying the index rules, the rate limit and the
+//! backoff, sending every changed result to the control plane. Errors never clear data: the
+//! control plane keeps the last good value (fail static).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::blocking::{Backoff, RateLimiter, next_index};
+use super::client::{AgentClient, Blocking};
+use super::{AgentError, Timing, Update};
+use crate::metrics::Metrics;
+
+/// Runs an index-blocking watch until the receiver is gone. `fetch(index)` performs one read.
+pub(crate) async fn index_watch<T, F, Fut>(
+    name: &'static str,
+    timing: Timing,
+    metrics: Arc<Metrics>,
+    tx: mpsc::Sender<Update>,
+    wrap: impl Fn(T) -> Update,
+    mut fetch: F,
+) where
+    F: FnMut(u64) -> Fut,
+    Fut: Future<Output = Result<Blocking<T>, AgentError>>,
+{
+    let mut index = 0u64;
+    let mut last_seen: Option<u64> = None;
+    let mut backoff = Backoff::new(timing.backoff_base, timing.backoff_max);
+    let mut limiter = RateLimiter::new(timing.rate_per_second, 2);
+    loop {
+        limiter.acquire().await;
+        match fetch(index).await {
+            Ok(got) => {
+                metrics.agent_contact();
+                backoff.reset();
+                let changed = last_seen != Some(got.index);
+                if got.index < index {
+                    tracing::info!(
+                        watch = name,
+                        old = index,
+                        new = got.index,
+                        "agent index went backwards; resetting"
+                    );
+                }
+                index = next_index(index, got.index);
+                last_seen = Some(got.index);
+                if changed && tx.send(wrap(got.body)).await.is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                metrics.watch_error(name);
+                let delay = backoff.failure();
+                tracing::warn!(watch = name, error = %e, retry_in = ?delay, failures = backoff.failures(), "agent watch failed; keeping last data");
+                if tx.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(delay).await;
+            }
+        }
+    }
+}
+
+/// Runs the hash-blocking watch of the proxy's own registration.
+pub(crate) async fn service_watch(
+    client: AgentClient,
+    proxy_id: String,
+    mut hash: String,
+    timing: Timing,
+    metrics: Arc<Metrics>,
+    tx: mpsc::Sender<Update>,
+) {
+    let mut backoff = Backoff::new(timing.backoff_base, timing.backoff_max);
+    let mut limiter = RateLimiter::new(timing.rate_per_second, 2);
+    loop {
+        limiter.acquire().await;
+        match client.service(&proxy_id, Some(&hash), timing.wait).await {
+            Ok((svc, new_hash)) => {
+                metrics.agent_contact();
+                backoff.reset();
+                if new_hash != hash || new_hash.is_empty() {
+                    hash = new_hash;
+                    if tx.send(Update::Service(Box::new(svc))).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Err(e) => {
+                metrics.watch_error("service");
+                let delay = backoff.failure();
+                tracing::warn!(watch = "service", error = %e, retry_in = ?delay, "registration watch failed; keeping last configuration");
+                if tx.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(delay).await;
+            }
+        }
+    }
+}
+
+/// Re-reads the default policy from agent/self every `timing.policy_refresh`.
+pub(crate) async fn policy_watch(
+    client: AgentClient,
+    timing: Timing,
+    metrics: Arc<Metrics>,
+    tx: mpsc::Sender<Update>,
+) {
+    let mut backoff = Backoff::new(timing.backoff_base, timing.backoff_max);
+    loop {
+        match client.default_policy().await {
+            Ok(p) => {
+                metrics.agent_contact();
+                backoff.reset();
+                if tx.send(Update::Policy(p)).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(timing.policy_refresh).await;
+            }
+            Err(e) => {
+                metrics.watch_error("agent_self");
+                let delay = backoff.failure();
+                tracing::warn!(watch = "agent_self", error = %e, retry_in = ?delay, "default policy read failed");
+                if tx.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(delay).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! L7 permission matching (Consul's RBAC semantics): path exact/prefix/regex (query excluded,
+//! regexes anchored), methods, headers with present/exact/prefix/suffix/contains/regex, invert
+//! and ignore-case. All conditions of one permission must hold.
+
+use http::HeaderMap;
+use regex::Regex;
+
+use super::model::{HeaderMatch, Permission};
+
+/// The parts of an HTTP request that permissions look at.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestInfo<'a> {
+    /// Method, e.g. `GET`.
+    pub method: &'a str,
+    /// Path without the query string.
+    pub path: &'a str,
+    /// Request headers.
+    pub headers: &'a HeaderMap,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledPermission {
+    allow: bool,
+    /// `None` when the permission is unusable (no HTTP block, bad regex): it never matches.
+    cond: Option<Conditions>,
+}
+
+#[derive(Debug, Clone)]
+struct Conditions {
+    path: PathCond,
+    methods: Vec<String>,
+    headers: Vec<HeaderCond>,
+}
+
+#[derive(Debug, Clone)]
+enum PathCond {
+    Any,
+    Exact(String),
+    Prefix(String),
+    Regex(Regex),
+}
+
+#[derive(Debug, Clone)]
+struct HeaderCond {
+    name: String,
+    kind: ValueCond,
+    invert: bool,
+}
+
+#[derive(Debug, Clone)]
+enum ValueCond {
+    Present,
+    Exact(String, bool),
+    Prefix(String, bool),
+    Suffix(String, bool),
+    Contains(String, bool),
+    Regex(Regex),
+}
+
+fn anchored(re: &str) -> Option<Regex> {
+    match Regex::new(&format!("^(?:{re})$")) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::warn!(regex = re, error = %e, "unusable regex in L7 permission; it never matches");
+            None
+        }
+    }
+}
+
+impl CompiledPermission {
+    pub(crate) fn new(p: &Permission) -> Self {
+        let cond = p.http.as_ref().and_then(|h| {
+            let path = match (&h.path_exact, &h.path_prefix, &h.path_regex) {
+                (Some(e), _, _) => PathCond::Exact(e.clone()),
+                (_, Some(p), _) => PathCond::Prefix(p.clone()),
+                (_, _, Some(r)) => PathCond::Regex(anchored(r)?),
+                _ => PathCond::Any,
+            };
+            let headers = h
+                .header
+                .iter()
+                .map(compile_header)
+                .collect::<Option<Vec<_>>>()?;
+            Some(Conditions {
+                path,
+                methods: h.methods.iter().map(|m| m.to_ascii_uppercase()).collect(),
+                headers,
+            })
+        });
+        Self {
+            allow: p.action.eq_ignore_ascii_case("allow"),
+            cond,
+        }
+    }
+
+    pub(crate) fn allows(&self) -> bool {
+        self.allow
+    }
+
+    pub(crate) fn matches(&self, req: &RequestInfo<'_>) -> bool {
+        let Some(c) = &self.cond else { return false };
+        let path_ok = match &c.path {
+            PathCond::Any => true,
+            PathCond::Exact(e) => req.path == e,
+            PathCond::Prefix(p) => req.path.starts_with(p.as_str()),
+            PathCond::Regex(r) => r.is_match(req.path),
+        };
+        let method_ok =
+            c.methods.is_empty() || c.methods.iter().any(|m| m.eq_ignore_ascii_case(req.method));
+        path_ok && method_ok && c.headers.iter().all(|h| h.matches(req.headers))
+    }
+}
+
+fn compile_header(h: &HeaderMatch) -> Option<HeaderCond> {
+    let ic = h.ignore_case;
+    let kind = if let Some(v) = &h.exact {
+        ValueCond::Exact(v.clone(), ic)
+    } else if let Some(v) = &h.prefix {
+        ValueCond::Prefix(v.clone(), ic)
+    } else if let Some(v) = &h.suffix {
+        ValueCond::Suffix(v.clone(), ic)
+    } else if let Some(v) = &h.contains {
+        ValueCond::Contains(v.clone(), ic)
+    } else if let Some(r) = &h.regex {
+        ValueCond::Regex(anchored(r)?)
+    } else if h.present {
+        ValueCond::Present
+    } else {
+        tracing::warn!(header = %h.name, "header matcher without a condition; it never matches");
+        return None;
+    };
+    Some(HeaderCond {
+        name: h.name.clone(),
+        kind,
+        invert: h.invert,
+    })
+}
+
+fn cmp_with(ic: bool, value: &str, pattern: &str, f: fn(&str, &str) -> bool) -> bool {
+    if ic {
+        f(&value.to_lowercase(), &pattern.to_lowercase())
+    } else {
+        f(value, pattern)
+    }
+}
+
+impl HeaderCond {
+    fn matches(&self, headers: &HeaderMap) -> bool {
+        let values: Vec<&str> = headers
+            .get_all(self.name.as_str())
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        let present = headers.contains_key(self.name.as_str());
+        let joined = values.join(",");
+        let hit = present
+            && match &self.kind {
+                ValueCond::Present => true,
+                ValueCond::Exact(p, ic) => cmp_with(*ic, &joined, p, |a, b| a == b),
+                ValueCond::Prefix(p, ic) => cmp_with(*ic, &joined, p, |a, b| a.starts_with(b)),
+                ValueCond::Suffix(p, ic) => cmp_with(*ic, &joined, p, |a, b| a.ends_with(b)),
+                ValueCond::Contains(p, ic) => cmp_with(*ic, &joined, p, |a, b| a.contains(b)),
+                ValueCond::Regex(r) => r.is_match(&joined),
+            };
+        hit != self.invert
+    }
+}

@@ -1,0 +1,238 @@
+//! Command line like `consul connect proxy`: Go-style single-dash long flags (rewritten to
+//! clap's `--flag` before parsing), environment precedence per Consul's Go client, and
+//! `-sidecar-for` resolution with Consul's error texts.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+
+use clap::Parser;
+
+use crate::agent::types::AgentService;
+
+/// Long flags accepted with a single dash (`-proxy-id web`, `-proxy-id=web`) as well as two.
+pub const LONG_FLAGS: [&str; 7] = [
+    "proxy-id",
+    "sidecar-for",
+    "http-addr",
+    "token",
+    "token-file",
+    "log-level",
+    "log-json",
+];
+
+/// Errors from flags, environment or sidecar lookup.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Neither or both of `-proxy-id` / `-sidecar-for`.
+    #[error("{0}")]
+    Usage(String),
+    /// The token file could not be read.
+    #[error("Error reading token file {path:?}: {source}")]
+    TokenFile {
+        /// The path.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// `-sidecar-for` found nothing.
+    #[error("No sidecar proxy registered for {0}")]
+    NoSidecar(String),
+    /// `-sidecar-for` found several.
+    #[error(
+        "More than one sidecar proxy registered for {sidecar_for}.\n    Start proxy with -proxy-id and one of the following IDs: {ids}"
+    )]
+    SeveralSidecars {
+        /// The `-sidecar-for` value.
+        sidecar_for: String,
+        /// Candidate proxy IDs, comma-separated.
+        ids: String,
+    },
+    /// Listing services failed.
+    #[error("Failed looking up sidecar proxy info for {sidecar_for}: {error}")]
+    Lookup {
+        /// The `-sidecar-for` value.
+        sidecar_for: String,
+        /// The agent error text.
+        error: String,
+    },
+}
+
+/// Parsed flags.
+#[derive(Debug, Clone, Parser, PartialEq, Eq)]
+#[command(
+    name = "proxy-under-test",
+    about = "Reference Consul Connect sidecar proxy (L4 + L7). Single-dash long flags (-proxy-id) work like Consul's.",
+    version
+)]
+pub struct Cli {
+    /// The proxy's service ID (env CONNECT_PROXY_ID).
+    #[arg(long)]
+    pub proxy_id: Option<String>,
+    /// Find the single sidecar registered for this service ID (env CONNECT_SIDECAR_FOR).
+    #[arg(long)]
+    pub sidecar_for: Option<String>,
+    /// Agent HTTP address (env CONSUL_HTTP_ADDR; default 127.0.0.1:8500).
+    #[arg(long)]
+    pub http_addr: Option<String>,
+    /// ACL token (env CONSUL_HTTP_TOKEN).
+    #[arg(long)]
+    pub token: Option<String>,
+    /// File holding the ACL token (env CONSUL_HTTP_TOKEN_FILE).
+    #[arg(long)]
+    pub token_file: Option<String>,
+    /// trace, debug, info, warn or error.
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+    /// Log JSON lines.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub log_json: bool,
+}
+
+/// Environment values the CLI reads (injected, never set).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Env {
+    /// `CONSUL_HTTP_ADDR`.
+    pub http_addr: Option<String>,
+    /// `CONSUL_HTTP_TOKEN`.
+    pub token: Option<String>,
+    /// `CONSUL_HTTP_TOKEN_FILE`.
+    pub token_file: Option<String>,
+    /// `CONNECT_PROXY_ID`.
+    pub proxy_id: Option<String>,
+    /// `CONNECT_SIDECAR_FOR`.
+    pub sidecar_for: Option<String>,
+}
+
+impl Env {
+    /// Reads the variables through `get` (e.g. `|k| std::env::var(k).ok()`); empty = unset.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
+        let g = |k: &str| get(k).filter(|v| !v.is_empty());
+        Self {
+            http_addr: g("CONSUL_HTTP_ADDR"),
+            token: g("CONSUL_HTTP_TOKEN"),
+            token_file: g("CONSUL_HTTP_TOKEN_FILE"),
+            proxy_id: g("CONNECT_PROXY_ID"),
+            sidecar_for: g("CONNECT_SIDECAR_FOR"),
+        }
+    }
+}
+
+/// Which registration to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `-proxy-id`.
+    ProxyId(String),
+    /// `-sidecar-for`.
+    SidecarFor(String),
+}
+
+/// Flags + environment resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Agent address as given (normalized by the client).
+    pub http_addr: String,
+    /// Token, if any.
+    pub token: Option<String>,
+    /// Which registration.
+    pub target: Target,
+}
+
+/// Rewrites `-flag` / `-flag=v` to `--flag` / `--flag=v` for the known long flags.
+pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    args.into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let Some(s) = a.to_str().filter(|_| i > 0) else {
+                return a;
+            };
+            let Some(rest) = s.strip_prefix('-').filter(|r| !r.starts_with('-')) else {
+                return a;
+            };
+            let name = rest.split('=').next().unwrap_or(rest);
+            if LONG_FLAGS.contains(&name) {
+                OsString::from(format!("-{s}"))
+            } else {
+                a
+            }
+        })
+        .collect()
+}
+
+impl Cli {
+    /// Resolves against `env`: `-token-file` > `-token` > `CONSUL_HTTP_TOKEN_FILE` >
+    /// `CONSUL_HTTP_TOKEN`; flags over env for the address and target.
+    pub fn settings(&self, env: &Env) -> Result<Settings, CliError> {
+        let read = |path: &str| {
+            std::fs::read_to_string(path)
+                .map(|t| t.trim().to_owned())
+                .map_err(|source| CliError::TokenFile {
+                    path: path.to_owned(),
+                    source,
+                })
+        };
+        let token = if let Some(f) = &self.token_file {
+            Some(read(f)?)
+        } else if let Some(t) = &self.token {
+            Some(t.clone())
+        } else if let Some(f) = &env.token_file {
+            Some(read(f)?)
+        } else {
+            env.token.clone()
+        }
+        .filter(|t| !t.is_empty());
+        let proxy_id = self.proxy_id.clone().or_else(|| env.proxy_id.clone());
+        let sidecar_for = self.sidecar_for.clone().or_else(|| env.sidecar_for.clone());
+        let target = match (proxy_id, sidecar_for) {
+            (Some(id), None) => Target::ProxyId(id),
+            (None, Some(s)) => Target::SidecarFor(s),
+            (Some(_), Some(_)) => {
+                return Err(CliError::Usage(
+                    "-proxy-id and -sidecar-for are mutually exclusive".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(CliError::Usage(
+                    "One of -proxy-id or -sidecar-for must be specified".into(),
+                ));
+            }
+        };
+        Ok(Settings {
+            http_addr: self
+                .http_addr
+                .clone()
+                .or_else(|| env.http_addr.clone())
+                .unwrap_or_else(|| "127.0.0.1:8500".into()),
+            token,
+            target,
+        })
+    }
+}
+
+/// Picks the single connect-proxy whose `Proxy.DestinationServiceID` equals `sidecar_for`
+/// (case-insensitive), with Consul's error texts.
+pub fn pick_sidecar(
+    services: &BTreeMap<String, AgentService>,
+    sidecar_for: &str,
+) -> Result<String, CliError> {
+    let ids: Vec<&str> = services
+        .values()
+        .filter(|s| s.kind == "connect-proxy")
+        .filter(|s| {
+            s.proxy
+                .as_ref()
+                .is_some_and(|p| p.destination_service_id.eq_ignore_ascii_case(sidecar_for))
+        })
+        .map(|s| s.id.as_str())
+        .collect();
+    match ids.as_slice() {
+        [] => Err(CliError::NoSidecar(sidecar_for.to_owned())),
+        [one] => Ok((*one).to_owned()),
+        many => Err(CliError::SeveralSidecars {
+            sidecar_for: sidecar_for.to_owned(),
+            ids: many.join(", "),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,269 @@
+//! The data plane: binds the inbound and upstream listeners once the first complete snapshot
+//! arrives (never before: fail closed), follows later snapshots (new upstream listeners, new
+//! certificates, roots and intentions) and drains on shutdown. It never calls the agent.
+
+mod inbound;
+mod l7;
+mod outbound;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::metrics::Metrics;
+use crate::snapshot::Snapshot;
+use crate::tls::{self, InboundTls, TlsError};
+
+/// Snapshots as the control plane publishes them (`None` until the first complete one).
+pub type SnapshotRx = watch::Receiver<Option<Arc<Snapshot>>>;
+
+/// Errors starting the data plane.
+#[derive(Debug, thiserror::Error)]
+pub enum DataPlaneError {
+    /// The snapshot source went away before a first complete snapshot.
+    #[error("the control plane stopped before producing a complete configuration")]
+    NoSnapshot,
+    /// The inbound public listener could not be bound.
+    #[error("cannot bind the public listener on {addr}: {source}")]
+    BindInbound {
+        /// The address from the registration.
+        addr: SocketAddr,
+        /// The OS error (e.g. address in use).
+        source: std::io::Error,
+    },
+    /// An upstream listener could not be bound.
+    #[error("cannot bind the listener of upstream {name:?} on {addr}: {source}")]
+    BindUpstream {
+        /// Upstream destination name.
+        name: String,
+        /// `LocalBindAddress:LocalBindPort`.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The leaf or roots in the snapshot are unusable.
+    #[error("TLS configuration: {0}")]
+    Tls(#[from] TlsError),
+}
+
+/// Builder for the data plane.
+#[derive(Debug)]
+pub struct DataPlane {
+    snapshots: SnapshotRx,
+    metrics: Arc<Metrics>,
+}
+
+/// State shared by every listener and connection task.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) snapshots: SnapshotRx,
+    pub(crate) metrics: Arc<Metrics>,
+    /// `true` = stop accepting.
+    pub(crate) stop: watch::Receiver<bool>,
+    /// `true` = close every open connection now.
+    pub(crate) kill: watch::Receiver<bool>,
+    pub(crate) conns: watch::Sender<usize>,
+    pub(crate) round_robin: AtomicUsize,
+    inbound_tls: Mutex<Option<(Arc<Snapshot>, InboundTls)>>,
+}
+
+/// Resolves once the flag is `true` (or its sender is gone).
+pub(crate) async fn flag_set(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| *v).await;
+}
+
+async fn all_closed(rx: &mut watch::Receiver<usize>) {
+    let _ = rx.wait_for(|c| *c == 0).await;
+}
+
+/// Counts one open connection for draining; decrements on drop.
+pub(crate) struct ConnGuard(watch::Sender<usize>);
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|c| *c = c.saturating_sub(1));
+    }
+}
+
+impl Shared {
+    /// The newest snapshot (always present once listeners run).
+    pub(crate) fn current(&self) -> Option<Arc<Snapshot>> {
+        self.snapshots.borrow().clone()
+    }
+
+    pub(crate) fn track(&self) -> ConnGuard {
+        self.conns.send_modify(|c| *c += 1);
+        ConnGuard(self.conns.clone())
+    }
+
+    /// Inbound TLS for `snap`, rebuilt only when the leaf or roots changed.
+    pub(crate) fn inbound_tls(&self, snap: &Arc<Snapshot>) -> Result<InboundTls, TlsError> {
+        let mut cache = self
+            .inbound_tls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((old, tls)) = cache.as_ref()
+            && Arc::ptr_eq(&old.leaf.certified, &snap.leaf.certified)
+            && Arc::ptr_eq(&old.roots.store, &snap.roots.store)
+        {
+            return Ok(tls.clone());
+        }
+        let tls = tls::inbound(&snap.leaf, &snap.roots)?;
+        *cache = Some((snap.clone(), tls.clone()));
+        Ok(tls)
+    }
+}
+
+/// A running data plane: its bound addresses and its shutdown.
+#[derive(Debug)]
+pub struct RunningDataPlane {
+    inbound_addr: SocketAddr,
+    upstream_addrs: Arc<Mutex<BTreeMap<(String, SocketAddr), SocketAddr>>>,
+    stop_tx: watch::Sender<bool>,
+    kill_tx: watch::Sender<bool>,
+    conns: watch::Receiver<usize>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl DataPlane {
+    /// A data plane fed by `snapshots`.
+    pub fn new(snapshots: SnapshotRx) -> Self {
+        Self {
+            snapshots,
+            metrics: Metrics::new(),
+        }
+    }
+
+    /// Records into `metrics` instead of a private set.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Waits for the first complete snapshot, binds every listener and starts serving.
+    pub async fn start(mut self) -> Result<RunningDataPlane, DataPlaneError> {
+        let first = self
+            .snapshots
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| DataPlaneError::NoSnapshot)?
+            .clone()
+            .ok_or(DataPlaneError::NoSnapshot)?;
+        // Fail early on unusable TLS material rather than on the first connection.
+        tls::inbound(&first.leaf, &first.roots)?;
+        let inbound = TcpListener::bind(first.public_listener)
+            .await
+            .map_err(|source| DataPlaneError::BindInbound {
+                addr: first.public_listener,
+                source,
+            })?;
+        let inbound_addr = inbound
+            .local_addr()
+            .map_err(|source| DataPlaneError::BindInbound {
+                addr: first.public_listener,
+                source,
+            })?;
+        let mut upstream_listeners = Vec::new();
+        for up in &first.upstreams {
+            let l = TcpListener::bind(up.bind).await.map_err(|source| {
+                DataPlaneError::BindUpstream {
+                    name: up.name.clone(),
+                    addr: up.bind,
+                    source,
+                }
+            })?;
+            upstream_listeners.push((up.name.clone(), up.bind, l));
+        }
+        let (stop_tx, stop) = watch::channel(false);
+        let (kill_tx, kill) = watch::channel(false);
+        let (conns_tx, conns) = watch::channel(0usize);
+        let shared = Arc::new(Shared {
+            snapshots: self.snapshots.clone(),
+            metrics: self.metrics.clone(),
+            stop,
+            kill,
+            conns: conns_tx,
+            round_robin: AtomicUsize::new(0),
+            inbound_tls: Mutex::new(None),
+        });
+        tracing::info!(%inbound_addr, service = %first.service, "public listener bound");
+        let mut tasks = vec![tokio::spawn(inbound::accept_loop(inbound, shared.clone()))];
+        let upstream_addrs = Arc::new(Mutex::new(BTreeMap::new()));
+        let mut running = BTreeMap::new();
+        for (name, bind, l) in upstream_listeners {
+            let handle = outbound::spawn_listener(l, name.clone(), bind, &shared, &upstream_addrs);
+            running.insert((name, bind), handle);
+        }
+        tasks.push(tokio::spawn(outbound::reconcile(
+            shared.clone(),
+            running,
+            upstream_addrs.clone(),
+        )));
+        Ok(RunningDataPlane {
+            inbound_addr,
+            upstream_addrs,
+            stop_tx,
+            kill_tx,
+            conns,
+            tasks,
+        })
+    }
+}
+
+impl RunningDataPlane {
+    /// The bound inbound public listener address.
+    pub fn inbound_addr(&self) -> SocketAddr {
+        self.inbound_addr
+    }
+
+    /// The bound address of the (first) listener of upstream `name`.
+    pub fn upstream_addr(&self, name: &str) -> Option<SocketAddr> {
+        self.upstream_addrs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .find(|((n, _), _)| n == name)
+            .map(|(_, a)| *a)
+    }
+
+    /// Open connections (inbound + outbound).
+    pub fn open_connections(&self) -> usize {
+        *self.conns.borrow()
+    }
+
+    /// Stops accepting, waits up to `drain` for open connections to finish, then closes the rest.
+    pub async fn shutdown(mut self, drain: Duration) {
+        let _ = self.stop_tx.send(true);
+        let drained = tokio::time::timeout(drain, all_closed(&mut self.conns)).await;
+        if drained.is_err() {
+            tracing::warn!(
+                open = *self.conns.borrow(),
+                "drain timeout reached; closing open connections"
+            );
+        }
+        let _ = self.kill_tx.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(1), all_closed(&mut self.conns)).await;
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for RunningDataPlane {
+    fn drop(&mut self) {
+        let _ = self.stop_tx.send(true);
+        let _ = self.kill_tx.send(true);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

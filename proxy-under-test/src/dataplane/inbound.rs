@@ -1,0 +1,253 @@
+//! Inbound: accept, mTLS handshake (client certificate required, verified against the roots),
+//! identify the peer by its SPIFFE URI SAN, authorize from the snapshot, then copy bytes to the
+//! local application (L4) or hand the stream to the HTTP server (L7). Open connections are
+//! re-authorized on every snapshot change and on an interval, and capped by a lifetime.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rustls_pki_types::{CertificateDer, UnixTime};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::{Instant, timeout};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
+
+use super::{Shared, flag_set, l7};
+use crate::knobs::{Knobs, Protocol};
+use crate::metrics::RefuseReason;
+use crate::snapshot::Snapshot;
+use crate::spiffe::{ServiceId, service_id_of_cert};
+
+/// An authenticated inbound peer.
+#[derive(Debug, Clone)]
+pub(crate) struct Peer {
+    pub(crate) id: ServiceId,
+    pub(crate) chain: Vec<CertificateDer<'static>>,
+    /// When the chain was verified; re-verification uses this time so a peer leaf expiring
+    /// mid-connection does not cut it, but a root removal does.
+    pub(crate) verified_at: UnixTime,
+    pub(crate) addr: SocketAddr,
+}
+
+/// How an open connection ended.
+#[derive(Debug)]
+pub(crate) enum End {
+    Done,
+    Revoked(String),
+    Lifetime,
+    Killed,
+}
+
+pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut stop = shared.stop.clone();
+    loop {
+        tokio::select! {
+            _ = flag_set(&mut stop) => break,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, addr)) => {
+                    let _ = tcp.set_nodelay(true);
+                    tokio::spawn(handle(tcp, addr, shared.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "inbound accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+    tracing::info!("public listener closed");
+}
+
+/// Checks the peer's certificate against the snapshot's identity rules.
+pub(crate) fn identify(chain: &[CertificateDer<'_>], snap: &Snapshot) -> Result<ServiceId, String> {
+    let leaf = chain.first().ok_or("no client certificate")?;
+    let id = service_id_of_cert(leaf, snap.knobs.verify_spiffe_uri).map_err(|e| e.to_string())?;
+    if snap.knobs.verify_trust_domain
+        && !snap.roots.trust_domain.is_empty()
+        && id.trust_domain != snap.roots.trust_domain
+    {
+        return Err(format!(
+            "trust domain {:?} is not the cluster's {:?}",
+            id.trust_domain, snap.roots.trust_domain
+        ));
+    }
+    Ok(id)
+}
+
+/// Re-checks an open connection against the newest snapshot: chain still reaches a current root,
+/// identity rules, and (for L4) intentions and the default policy.
+pub(crate) fn reauthorize(shared: &Shared, peer: &Peer, l4: bool) -> Result<(), String> {
+    let Some(snap) = shared.current() else {
+        return Ok(());
+    };
+    let tls = shared.inbound_tls(&snap).map_err(|e| e.to_string())?;
+    let (ee, rest) = peer.chain.split_first().ok_or("no client certificate")?;
+    tls.verifier
+        .verify_client_cert(ee, rest, peer.verified_at)
+        .map_err(|e| format!("certificate no longer trusted: {e}"))?;
+    identify(&peer.chain, &snap)?;
+    if l4 {
+        let d = snap.intentions.authorize_l4(&peer.id, snap.default_policy);
+        if !d.allowed {
+            return Err(d.reason);
+        }
+    }
+    Ok(())
+}
+
+/// Runs `fut` (the connection's work) until it ends, re-authorizing on snapshot changes and every
+/// `reauthorize_interval`, and closing at the lifetime or on a forced shutdown.
+pub(crate) async fn supervise<F: Future>(
+    shared: &Shared,
+    peer: &Peer,
+    knobs: &Knobs,
+    l4: bool,
+    fut: F,
+) -> End {
+    tokio::pin!(fut);
+    let mut snaps = shared.snapshots.clone();
+    snaps.mark_unchanged();
+    let mut snaps_alive = true;
+    let mut kill = shared.kill.clone();
+    let every = knobs.reauthorize_interval;
+    let mut tick = tokio::time::interval_at(
+        Instant::now() + every,
+        every.max(std::time::Duration::from_millis(1)),
+    );
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let deadline = knobs.max_connection_lifetime.map(|l| Instant::now() + l);
+    loop {
+        let recheck = tokio::select! {
+            _ = &mut fut => return End::Done,
+            changed = snaps.changed(), if snaps_alive => {
+                snaps_alive = changed.is_ok();
+                snaps_alive
+            }
+            _ = tick.tick(), if !every.is_zero() => true,
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                return End::Lifetime;
+            }
+            _ = flag_set(&mut kill) => return End::Killed,
+        };
+        if recheck && let Err(reason) = reauthorize(shared, peer, l4) {
+            return End::Revoked(reason);
+        }
+    }
+}
+
+/// Logs and counts how a connection ended.
+pub(crate) fn log_end(shared: &Shared, peer: &Peer, end: &End) {
+    match end {
+        End::Done => {
+            tracing::debug!(peer = %peer.addr, source = %peer.id, "inbound connection finished");
+        }
+        End::Revoked(reason) => {
+            shared.metrics.refused(RefuseReason::Reauthorization);
+            shared.metrics.decision(false);
+            tracing::info!(peer = %peer.addr, source = %peer.id, %reason, "open inbound connection closed: no longer authorized");
+        }
+        End::Lifetime => {
+            shared.metrics.refused(RefuseReason::Lifetime);
+            tracing::info!(peer = %peer.addr, source = %peer.id, "inbound connection closed: maximum lifetime reached");
+        }
+        End::Killed => {
+            tracing::info!(peer = %peer.addr, source = %peer.id, "inbound connection closed by shutdown");
+        }
+    }
+}
+
+async fn handle(tcp: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
+    let _guard = shared.track();
+    shared.metrics.accepted(true);
+    let Some(snap) = shared.current() else {
+        return;
+    };
+    let tls = match shared.inbound_tls(&snap) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!(error = %e, "inbound TLS configuration unusable");
+            return;
+        }
+    };
+    let acceptor = TlsAcceptor::from(tls.config.clone());
+    let mut stream = match timeout(snap.knobs.handshake_timeout, acceptor.accept(tcp)).await {
+        Err(_) => {
+            shared.metrics.refused(RefuseReason::HandshakeTimeout);
+            tracing::info!(peer = %addr, "inbound refused: TLS handshake timed out");
+            return;
+        }
+        Ok(Err(e)) => {
+            shared.metrics.refused(RefuseReason::Handshake);
+            tracing::info!(peer = %addr, error = %e, "inbound refused: TLS handshake failed");
+            return;
+        }
+        Ok(Ok(s)) => s,
+    };
+    let chain: Vec<CertificateDer<'static>> = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
+        .unwrap_or_default();
+    let id = match identify(&chain, &snap) {
+        Ok(id) => id,
+        Err(reason) => {
+            shared.metrics.refused(RefuseReason::Identity);
+            tracing::info!(peer = %addr, %reason, "inbound refused: peer identity");
+            let _ = stream.shutdown().await;
+            return;
+        }
+    };
+    let peer = Peer {
+        id,
+        chain,
+        verified_at: UnixTime::now(),
+        addr,
+    };
+    match snap.knobs.protocol {
+        Protocol::Tcp => {
+            let d = snap.intentions.authorize_l4(&peer.id, snap.default_policy);
+            shared.metrics.decision(d.allowed);
+            if !d.allowed {
+                shared.metrics.refused(RefuseReason::Denied);
+                tracing::info!(peer = %addr, source = %peer.id, reason = %d.reason, "inbound connection denied");
+                let _ = stream.shutdown().await;
+                return;
+            }
+            tracing::info!(peer = %addr, source = %peer.id, reason = %d.reason, "inbound connection allowed");
+            l4(stream, peer, snap, shared).await;
+        }
+        Protocol::Http => {
+            tracing::debug!(peer = %addr, source = %peer.id, "inbound HTTP connection");
+            l7::serve(stream, peer, snap, shared).await;
+        }
+    }
+}
+
+async fn l4(mut tls: TlsStream<TcpStream>, peer: Peer, snap: Arc<Snapshot>, shared: Arc<Shared>) {
+    let connect = timeout(
+        snap.knobs.local_connect_timeout,
+        TcpStream::connect(snap.local_app),
+    );
+    let mut app = match connect.await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            shared.metrics.refused(RefuseReason::LocalConnect);
+            tracing::warn!(app = %snap.local_app, error = %e, "local application unreachable");
+            let _ = tls.shutdown().await;
+            return;
+        }
+        Err(_) => {
+            shared.metrics.refused(RefuseReason::LocalConnect);
+            tracing::warn!(app = %snap.local_app, "local application connect timed out");
+            let _ = tls.shutdown().await;
+            return;
+        }
+    };
+    let _ = app.set_nodelay(true);
+    let copy = tokio::io::copy_bidirectional(&mut tls, &mut app);
+    let end = supervise(&shared, &peer, &snap.knobs, true, copy).await;
+    log_end(&shared, &peer, &end);
+}

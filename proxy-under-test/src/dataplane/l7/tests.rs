@@ -1,0 +1,181 @@
+//! L7 inbound tests: per-request authorization (403 vs 200) and intention changes applying to the
+//! next request on the same keep-alive connection.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::authz::{DefaultPolicy, HttpMatch, Intention, IntentionSet, Permission};
+use crate::dataplane::DataPlane;
+use crate::knobs::{Knobs, Protocol};
+use crate::testutil::*;
+
+/// An HTTP app answering `app:<method> <path> xfcc=<header>`.
+async fn http_app() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let svc = service_fn(|req: Request<hyper::body::Incoming>| async move {
+                    let xfcc = req
+                        .headers()
+                        .get("x-forwarded-client-cert")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_owned();
+                    let body = format!("app:{} {} xfcc={xfcc}", req.method(), req.uri().path());
+                    Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from(
+                        body,
+                    ))))
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), svc)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+fn allow_public_only() -> Vec<Permission> {
+    vec![
+        Permission {
+            action: "deny".into(),
+            http: Some(HttpMatch {
+                path_prefix: Some("/public/secret".into()),
+                ..HttpMatch::default()
+            }),
+        },
+        Permission {
+            action: "allow".into(),
+            http: Some(HttpMatch {
+                path_prefix: Some("/public".into()),
+                methods: vec!["GET".into()],
+                ..HttpMatch::default()
+            }),
+        },
+    ]
+}
+
+#[tokio::test]
+async fn per_request_authorization_and_change_on_keepalive() {
+    let ca = TestCa::new("Consul CA 1");
+    let app = http_app().await;
+    let knobs = Knobs {
+        protocol: Protocol::Http,
+        ..Knobs::default()
+    };
+    let snap = snapshot(
+        &ca,
+        app,
+        vec![Intention::l7("web", "db", allow_public_only())],
+        DefaultPolicy::DENY,
+        knobs,
+        vec![],
+    );
+    let (tx, rx) = watch::channel(Some(Arc::new(snap)));
+    let dp = DataPlane::new(rx).start().await.unwrap();
+
+    let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
+    let tls = connect(dp.inbound_addr(), cfg).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+
+    let mut send = async |method: &str, path: &str| {
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "db")
+            .header(
+                "x-forwarded-client-cert",
+                "URI=spiffe://forged/ns/default/dc/dc1/svc/admin",
+            )
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        sender.ready().await.unwrap();
+        let resp = sender.send_request(req).await.unwrap();
+        let status = resp.status();
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    };
+
+    let (s, b) = send("GET", "/public/index").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        b,
+        format!("app:GET /public/index xfcc=URI={}", svc_uri(TD, "web"))
+    );
+    let (s, b) = send("GET", "/public/secret/x").await;
+    assert_eq!(
+        (s, b.as_str()),
+        (StatusCode::FORBIDDEN, "RBAC: access denied")
+    );
+    let (s, _) = send("POST", "/public/index").await;
+    assert_eq!(
+        s,
+        StatusCode::FORBIDDEN,
+        "no permission matches: default deny"
+    );
+    let (s, _) = send("GET", "/other").await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+
+    // Change the intention to a plain deny: the next request on the same connection is refused.
+    tx.send_modify(|cur| {
+        let mut next = (**cur.as_ref().unwrap()).clone();
+        next.intentions = Arc::new(IntentionSet::new(
+            "db",
+            vec![Intention::l4("web", "db", false)],
+        ));
+        *cur = Some(Arc::new(next));
+    });
+    let (s, _) = send("GET", "/public/index").await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    // And back to allow-all, still the same connection.
+    tx.send_modify(|cur| {
+        let mut next = (**cur.as_ref().unwrap()).clone();
+        next.intentions = Arc::new(IntentionSet::new(
+            "db",
+            vec![Intention::l4("web", "db", true)],
+        ));
+        *cur = Some(Arc::new(next));
+    });
+    let (s, b) = send("POST", "/anything").await;
+    assert_eq!(
+        (s, b.starts_with("app:POST /anything")),
+        (StatusCode::OK, true)
+    );
+}
+
+#[tokio::test]
+async fn l7_still_requires_client_certificates() {
+    let ca = TestCa::new("Consul CA 1");
+    let app = http_app().await;
+    let knobs = Knobs {
+        protocol: Protocol::Http,
+        ..Knobs::default()
+    };
+    let snap = snapshot(&ca, app, vec![], DefaultPolicy::ALLOW, knobs, vec![]);
+    let (_tx, rx) = watch::channel(Some(Arc::new(snap)));
+    let dp = DataPlane::new(rx).start().await.unwrap();
+    let other = TestCa::new("Other");
+    for leaf in [None, Some(other.service_leaf("web"))] {
+        let cfg = client_config(leaf.as_ref(), &ca.roots(), "db", false);
+        let r = probe(
+            dp.inbound_addr(),
+            cfg,
+            b"GET / HTTP/1.1\r\nhost: db\r\n\r\n",
+        )
+        .await;
+        assert!(r.is_err(), "{r:?}");
+    }
+}

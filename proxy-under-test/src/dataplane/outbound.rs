@@ -1,0 +1,208 @@
+//! Outbound: one local TCP listener per upstream. Each accepted connection goes to a healthy
+//! endpoint of the first target that has one (primary, then failover targets), round-robin,
+//! over mTLS with our leaf, verifying the endpoint chains to the roots and presents the target's
+//! SPIFFE identity; on failure the next candidate is tried (bounded), then the connection closes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use rustls_pki_types::ServerName;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+use super::{Shared, flag_set};
+use crate::metrics::RefuseReason;
+use crate::snapshot::{Endpoint, Snapshot, Target, Upstream};
+use crate::tls::{self, ExpectedServer};
+
+/// At most this many endpoints are tried per accepted connection.
+const MAX_ATTEMPTS: usize = 3;
+
+type Addrs = Arc<Mutex<BTreeMap<(String, SocketAddr), SocketAddr>>>;
+
+pub(crate) fn spawn_listener(
+    listener: TcpListener,
+    name: String,
+    bind: SocketAddr,
+    shared: &Arc<Shared>,
+    addrs: &Addrs,
+) -> JoinHandle<()> {
+    if let Ok(actual) = listener.local_addr() {
+        tracing::info!(upstream = %name, addr = %actual, "upstream listener bound");
+        addrs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert((name.clone(), bind), actual);
+    }
+    tokio::spawn(accept_loop(listener, name, bind, shared.clone()))
+}
+
+/// Follows snapshot changes: binds listeners for new upstreams, closes removed ones.
+pub(crate) async fn reconcile(
+    shared: Arc<Shared>,
+    mut running: BTreeMap<(String, SocketAddr), JoinHandle<()>>,
+    addrs: Addrs,
+) {
+    let mut snaps = shared.snapshots.clone();
+    let mut stop = shared.stop.clone();
+    loop {
+        tokio::select! {
+            _ = flag_set(&mut stop) => break,
+            changed = snaps.changed() => if changed.is_err() { break },
+        }
+        let Some(snap) = shared.current() else {
+            continue;
+        };
+        let wanted: BTreeSet<(String, SocketAddr)> = snap
+            .upstreams
+            .iter()
+            .map(|u| (u.name.clone(), u.bind))
+            .collect();
+        running.retain(|key, handle| {
+            let keep = wanted.contains(key);
+            if !keep {
+                tracing::info!(upstream = %key.0, bind = %key.1, "upstream removed; closing its listener");
+                handle.abort();
+                addrs
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(key);
+            }
+            keep
+        });
+        for key in wanted {
+            if running.contains_key(&key) {
+                continue;
+            }
+            match TcpListener::bind(key.1).await {
+                Ok(l) => {
+                    let h = spawn_listener(l, key.0.clone(), key.1, &shared, &addrs);
+                    running.insert(key, h);
+                }
+                Err(e) => {
+                    tracing::error!(upstream = %key.0, bind = %key.1, error = %e, "cannot bind upstream listener");
+                }
+            }
+        }
+    }
+    for (_, h) in running {
+        h.abort();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, name: String, bind: SocketAddr, shared: Arc<Shared>) {
+    let mut stop = shared.stop.clone();
+    loop {
+        tokio::select! {
+            _ = flag_set(&mut stop) => break,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => {
+                    let _ = tcp.set_nodelay(true);
+                    tokio::spawn(handle(tcp, name.clone(), bind, shared.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(upstream = %name, error = %e, "upstream accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+}
+
+/// Candidate (target, endpoint) pairs: the first target with endpoints, rotated round-robin,
+/// then the later targets' endpoints, at most `MAX_ATTEMPTS`.
+pub(crate) fn candidates(up: &Upstream, start: usize) -> Vec<(&Target, &Endpoint)> {
+    let mut out = Vec::new();
+    for t in up.targets.iter().filter(|t| !t.endpoints.is_empty()) {
+        let n = t.endpoints.len();
+        for i in 0..n {
+            out.push((t, &t.endpoints[(start + i) % n]));
+        }
+    }
+    out.truncate(MAX_ATTEMPTS);
+    out
+}
+
+async fn handle(mut tcp: TcpStream, name: String, bind: SocketAddr, shared: Arc<Shared>) {
+    let _guard = shared.track();
+    shared.metrics.accepted(false);
+    let Some(snap) = shared.current() else {
+        return;
+    };
+    let Some(up) = snap.upstream_at(&name, bind) else {
+        let _ = tcp.shutdown().await;
+        return;
+    };
+    let start = shared.round_robin.fetch_add(1, Ordering::Relaxed);
+    let timeout = snap
+        .knobs
+        .upstream_connect_timeout
+        .unwrap_or(up.connect_timeout);
+    let mut remote = None;
+    for (target, ep) in candidates(up, start) {
+        match tokio::time::timeout(timeout, dial(&snap, target, ep)).await {
+            Ok(Ok(s)) => {
+                tracing::debug!(upstream = %name, target = %target.id, endpoint = %ep.label, "upstream connected");
+                remote = Some(s);
+                break;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(upstream = %name, target = %target.id, endpoint = %ep.label, error = %e, "upstream endpoint refused");
+            }
+            Err(_) => {
+                tracing::warn!(upstream = %name, target = %target.id, endpoint = %ep.label, "upstream endpoint timed out");
+            }
+        }
+    }
+    let Some(mut remote) = remote else {
+        shared.metrics.refused(RefuseReason::NoEndpoint);
+        tracing::warn!(upstream = %name, "no healthy upstream endpoint could be reached; closing");
+        let _ = tcp.shutdown().await;
+        return;
+    };
+    let mut kill = shared.kill.clone();
+    tokio::select! {
+        _ = tokio::io::copy_bidirectional(&mut tcp, &mut remote) => {}
+        _ = flag_set(&mut kill) => {}
+    }
+}
+
+async fn dial(
+    snap: &Snapshot,
+    target: &Target,
+    ep: &Endpoint,
+) -> Result<TlsStream<TcpStream>, String> {
+    let expected = ExpectedServer {
+        namespace: target.namespace.clone(),
+        datacenter: if ep.datacenter.is_empty() {
+            target.datacenter.clone()
+        } else {
+            ep.datacenter.clone()
+        },
+        service: target.service.clone(),
+    };
+    let config = tls::outbound(&snap.leaf, &snap.roots, expected).map_err(|e| e.to_string())?;
+    let tcp = TcpStream::connect((ep.host.as_str(), ep.port))
+        .await
+        .map_err(|e| format!("connect {}:{}: {e}", ep.host, ep.port))?;
+    let _ = tcp.set_nodelay(true);
+    let sni = format!(
+        "{}.{}.{}.internal.{}",
+        target.service, target.namespace, target.datacenter, snap.roots.trust_domain
+    );
+    let name = ServerName::try_from(sni.trim_end_matches('.').to_owned())
+        .or_else(|_| ServerName::try_from("upstream.consul".to_owned()))
+        .map_err(|e| e.to_string())?;
+    TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS: {e}"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,196 @@
+//! Timing and validation knobs read from the registration's merged `Proxy.Config`.
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `protocol` | `tcp` | `http`, `http2`, `grpc` switch the inbound side to L7 (HTTP/1.1) |
+//! | `reauthorize_interval_ms` | 1000 | re-check every open inbound connection this often (0 = only on change) |
+//! | `max_connection_lifetime_ms` | 0 (off) | close inbound connections older than this |
+//! | `local_connect_timeout_ms` | 1000 | dial timeout to the local application |
+//! | `handshake_timeout_ms` | 10000 | inbound TLS handshake timeout |
+//! | `upstream_connect_timeout_ms` | chain `ConnectTimeout`, else 5000 | dial + handshake timeout per upstream endpoint |
+//! | `verify_spiffe_uri` | true | false = accept any URI SAN with a `svc/<name>` segment (CA providers that cannot issue Consul SPIFFE IDs) |
+//! | `verify_trust_domain` | false | true = the peer's trust domain must equal the roots' `TrustDomain` (Consul does not check it) |
+//! | `drain_timeout_ms` | 5000 | on shutdown, wait this long for open connections |
+//! | `metrics_bind_addr` | unset | `host:port` for a Prometheus text endpoint at `/metrics` |
+//!
+//! Numbers may be JSON numbers or numeric strings; bad values fall back to the default with a
+//! warning.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+/// The application protocol of the proxied service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// Plain TCP: authorize per connection.
+    #[default]
+    Tcp,
+    /// HTTP-based (`http`, `http2`, `grpc`): authorize per request.
+    Http,
+}
+
+impl Protocol {
+    /// Maps Consul's protocol names; unknown or empty means TCP.
+    pub fn parse(s: &str) -> Self {
+        match s.to_ascii_lowercase().as_str() {
+            "http" | "http2" | "grpc" => Self::Http,
+            _ => Self::Tcp,
+        }
+    }
+}
+
+/// Data-plane knobs (see the module docs for names and defaults).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Knobs {
+    /// `protocol`.
+    pub protocol: Protocol,
+    /// `reauthorize_interval_ms` (zero = only on snapshot changes).
+    pub reauthorize_interval: Duration,
+    /// `max_connection_lifetime_ms` (None = unlimited).
+    pub max_connection_lifetime: Option<Duration>,
+    /// `local_connect_timeout_ms`.
+    pub local_connect_timeout: Duration,
+    /// `handshake_timeout_ms`.
+    pub handshake_timeout: Duration,
+    /// `upstream_connect_timeout_ms`; None = the chain's ConnectTimeout, else 5 s.
+    pub upstream_connect_timeout: Option<Duration>,
+    /// `verify_spiffe_uri`.
+    pub verify_spiffe_uri: bool,
+    /// `verify_trust_domain`.
+    pub verify_trust_domain: bool,
+    /// `drain_timeout_ms`.
+    pub drain_timeout: Duration,
+    /// `metrics_bind_addr`.
+    pub metrics_bind_addr: Option<SocketAddr>,
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        Self {
+            protocol: Protocol::Tcp,
+            reauthorize_interval: Duration::from_millis(1000),
+            max_connection_lifetime: None,
+            local_connect_timeout: Duration::from_millis(1000),
+            handshake_timeout: Duration::from_millis(10_000),
+            upstream_connect_timeout: None,
+            verify_spiffe_uri: true,
+            verify_trust_domain: false,
+            drain_timeout: Duration::from_millis(5000),
+            metrics_bind_addr: None,
+        }
+    }
+}
+
+fn as_u64(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn as_bool(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" => Some(true),
+            "false" | "0" => Some(false),
+            _ => None,
+        },
+        Value::Number(n) => n.as_u64().map(|n| n != 0),
+        _ => None,
+    }
+}
+
+impl Knobs {
+    /// Reads knobs from `Proxy.Config` (absent keys keep their defaults).
+    pub fn from_config(config: &Map<String, Value>) -> Self {
+        let mut k = Self::default();
+        let ms = |key: &str| -> Option<u64> {
+            let v = config.get(key)?;
+            let n = as_u64(v);
+            if n.is_none() {
+                tracing::warn!(key, value = %v, "ignoring non-numeric Proxy.Config value");
+            }
+            n
+        };
+        let flag = |key: &str| -> Option<bool> {
+            let v = config.get(key)?;
+            let b = as_bool(v);
+            if b.is_none() {
+                tracing::warn!(key, value = %v, "ignoring non-boolean Proxy.Config value");
+            }
+            b
+        };
+        if let Some(p) = config.get("protocol").and_then(Value::as_str) {
+            k.protocol = Protocol::parse(p);
+        }
+        if let Some(v) = ms("reauthorize_interval_ms") {
+            k.reauthorize_interval = Duration::from_millis(v);
+        }
+        if let Some(v) = ms("max_connection_lifetime_ms") {
+            k.max_connection_lifetime = (v > 0).then(|| Duration::from_millis(v));
+        }
+        if let Some(v) = ms("local_connect_timeout_ms") {
+            k.local_connect_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = ms("handshake_timeout_ms") {
+            k.handshake_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = ms("upstream_connect_timeout_ms") {
+            k.upstream_connect_timeout = (v > 0).then(|| Duration::from_millis(v));
+        }
+        if let Some(v) = ms("drain_timeout_ms") {
+            k.drain_timeout = Duration::from_millis(v);
+        }
+        if let Some(b) = flag("verify_spiffe_uri") {
+            k.verify_spiffe_uri = b;
+        }
+        if let Some(b) = flag("verify_trust_domain") {
+            k.verify_trust_domain = b;
+        }
+        if let Some(v) = config.get("metrics_bind_addr") {
+            match v.as_str().map(str::parse::<SocketAddr>) {
+                Some(Ok(a)) => k.metrics_bind_addr = Some(a),
+                _ => tracing::warn!(value = %v, "ignoring bad metrics_bind_addr"),
+            }
+        }
+        k
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_overrides() {
+        assert_eq!(Knobs::from_config(&Map::new()), Knobs::default());
+        let cfg: Map<String, Value> = serde_json::from_str(
+            r#"{"protocol":"HTTP","reauthorize_interval_ms":250,"max_connection_lifetime_ms":"3000",
+                "local_connect_timeout_ms":2000.0,"verify_spiffe_uri":false,
+                "upstream_connect_timeout_ms":0,"metrics_bind_addr":"127.0.0.1:9102",
+                "handshake_timeout_ms":"soon"}"#,
+        )
+        .unwrap();
+        let k = Knobs::from_config(&cfg);
+        assert_eq!(k.protocol, Protocol::Http);
+        assert_eq!(k.reauthorize_interval, Duration::from_millis(250));
+        assert_eq!(k.max_connection_lifetime, Some(Duration::from_secs(3)));
+        assert_eq!(k.local_connect_timeout, Duration::from_secs(2));
+        assert!(!k.verify_spiffe_uri);
+        assert_eq!(k.upstream_connect_timeout, None);
+        assert_eq!(k.metrics_bind_addr, Some("127.0.0.1:9102".parse().unwrap()));
+        assert_eq!(
+            k.handshake_timeout,
+            Duration::from_secs(10),
+            "bad value keeps default"
+        );
+        assert_eq!(Protocol::parse("grpc"), Protocol::Http);
+        assert_eq!(Protocol::parse(""), Protocol::Tcp);
+    }
+}

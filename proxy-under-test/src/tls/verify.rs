@@ -1,0 +1,164 @@
+//! rustls extension points: a fixed certificate resolver (both sides) and the outbound server
+//! verifier (chain to the roots, then the upstream's SPIFFE URI; SPIFFE leaves have no DNS SAN).
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{ResolvesClientCert, verify_server_cert_signed_by_trust_anchor};
+use rustls::server::{ClientHello, ParsedCertificate, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls::{CertificateError, DigitallySignedStruct, Error, RootCertStore, SignatureScheme};
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+
+use super::provider;
+use crate::spiffe::{SpiffeError, parse_service_uri, uri_sans};
+
+/// Serves one certificate (our leaf) for every handshake, as server or client.
+#[derive(Debug)]
+pub(crate) struct FixedCert(pub(crate) Arc<CertifiedKey>);
+
+impl ResolvesServerCert for FixedCert {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
+    }
+}
+
+impl ResolvesClientCert for FixedCert {
+    fn resolve(&self, _hints: &[&[u8]], _schemes: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
+    }
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+/// The identity an upstream must present: `spiffe://*/ns/<ns>/dc/<dc>/svc/<service>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedServer {
+    /// Namespace (`default` in CE).
+    pub namespace: String,
+    /// The instance's datacenter.
+    pub datacenter: String,
+    /// The target service.
+    pub service: String,
+}
+
+impl ExpectedServer {
+    /// Whether `uri` names this service (host/trust domain ignored, case-insensitive), like the
+    /// built-in proxy's client-side check.
+    pub fn matches_uri(&self, uri: &str) -> bool {
+        match parse_service_uri(uri) {
+            Ok(id) => {
+                id.partition.eq_ignore_ascii_case("default")
+                    && id.namespace.eq_ignore_ascii_case(&self.namespace)
+                    && id.datacenter.eq_ignore_ascii_case(&self.datacenter)
+                    && id.service.eq_ignore_ascii_case(&self.service)
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct SpiffeServerVerifier {
+    roots: Arc<RootCertStore>,
+    expected: ExpectedServer,
+}
+
+impl SpiffeServerVerifier {
+    pub(crate) fn new(roots: Arc<RootCertStore>, expected: ExpectedServer) -> Self {
+        Self { roots, expected }
+    }
+}
+
+fn other(msg: String) -> Error {
+    Error::General(msg)
+}
+
+impl ServerCertVerifier for SpiffeServerVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        let parsed = ParsedCertificate::try_from(end_entity)?;
+        verify_server_cert_signed_by_trust_anchor(
+            &parsed,
+            &self.roots,
+            intermediates,
+            now,
+            provider().signature_verification_algorithms.all,
+        )?;
+        let uris = uri_sans(end_entity).map_err(|e: SpiffeError| other(e.to_string()))?;
+        match uris.first() {
+            Some(uri) if self.expected.matches_uri(uri) => Ok(ServerCertVerified::assertion()),
+            Some(uri) => {
+                tracing::warn!(
+                    presented = %uri,
+                    expected_service = %self.expected.service,
+                    "upstream presented the wrong identity"
+                );
+                Err(Error::InvalidCertificate(
+                    CertificateError::ApplicationVerificationFailure,
+                ))
+            }
+            None => Err(other("upstream certificate has no URI SAN".into())),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &provider().signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &provider().signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        provider()
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_server_ignores_trust_domain_and_case() {
+        let e = ExpectedServer {
+            namespace: "default".into(),
+            datacenter: "dc1".into(),
+            service: "cache".into(),
+        };
+        assert!(e.matches_uri("spiffe://anything.consul/ns/default/dc/dc1/svc/cache"));
+        assert!(e.matches_uri("spiffe://x/ns/Default/dc/DC1/svc/CACHE"));
+        assert!(!e.matches_uri("spiffe://x/ns/default/dc/dc2/svc/cache"));
+        assert!(!e.matches_uri("spiffe://x/ns/default/dc/dc1/svc/db"));
+        assert!(!e.matches_uri("spiffe://x/agent/client/dc/dc1/id/cache"));
+    }
+}
