@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 use crate::acl::{Rules, Token};
 use crate::ca::{ClientIdentity, Forgery};
 use crate::faults::{ActiveFault, Fault, FaultGuard, Faults};
+use crate::http::error::ApiError;
 use crate::request_log::{LogEntry, RequestLog};
 use crate::store::{CheckUpdate, Store};
 use crate::{SimError, config_entry, intention, service};
@@ -142,14 +143,13 @@ impl Control {
     /// Writes a config entry given in Consul's JSON shape (as `PUT /v1/config`).
     pub fn upsert_config_entry(&self, entry: &Value) -> Result<(), SimError> {
         let body = serde_json::to_vec(entry).unwrap_or_default();
-        let decoded =
-            config_entry::decode_entry(&body).map_err(crate::http::config::config_error)?;
+        let decoded = config_entry::decode_entry(&body).map_err(ApiError::from)?;
         self.store
             .write(|st| {
                 let index = st.next_index();
                 st.config.upsert(decoded, None, index)
             })
-            .map_err(crate::http::config::config_error)?;
+            .map_err(ApiError::from)?;
         Ok(())
     }
 
@@ -164,7 +164,7 @@ impl Control {
                 let index = st.next_index();
                 st.config.delete(kind, name, None, index)
             })
-            .map_err(crate::http::config::config_error)?;
+            .map_err(ApiError::from)?;
         Ok(())
     }
 
@@ -182,7 +182,7 @@ impl Control {
                 let index = st.next_index();
                 intention::exact_put(&mut st.config, source, destination, &bytes, index)
             })
-            .map_err(crate::http::intentions::intention_error)?;
+            .map_err(ApiError::from)?;
         Ok(())
     }
 
@@ -193,7 +193,7 @@ impl Control {
                 let index = st.next_index();
                 intention::exact_delete(&mut st.config, source, destination, index)
             })
-            .map_err(crate::http::intentions::intention_error)?;
+            .map_err(ApiError::from)?;
         Ok(())
     }
 
@@ -202,7 +202,7 @@ impl Control {
     /// Registers a service with the local agent (as `PUT /v1/agent/service/register`).
     pub fn register(&self, definition: &Value) -> Result<(), SimError> {
         let body = serde_json::to_vec(definition).unwrap_or_default();
-        let def = service::decode_register(&body).map_err(crate::http::agent::register_error)?;
+        let def = service::decode_register(&body).map_err(ApiError::from)?;
         self.store.register_local(def)?;
         Ok(())
     }
@@ -217,7 +217,7 @@ impl Control {
     pub fn catalog_register(&self, body: &Value) -> Result<(), SimError> {
         let bytes = serde_json::to_vec(body).unwrap_or_default();
         let reg = service::decode_catalog_register(&bytes, &self.store.cfg.datacenter)
-            .map_err(crate::http::agent::register_error)?;
+            .map_err(ApiError::from)?;
         self.store.catalog_register(reg);
         Ok(())
     }

@@ -238,7 +238,7 @@ impl Faults {
                         .push((path_prefix.clone(), *status, body.clone()));
                 }
                 Fault::Latency { delay, path_prefix } => {
-                    set.latency.push((path_prefix.clone(), *delay))
+                    set.latency.push((path_prefix.clone(), *delay));
                 }
             }
         }

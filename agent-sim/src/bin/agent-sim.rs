@@ -161,20 +161,15 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Ctrl-C or SIGTERM.
 async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
     let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => return ctrl_c.await.unwrap_or_default(),
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        return ctrl_c.await.unwrap_or_default();
+    };
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term.recv() => {}
     }
-    #[cfg(not(unix))]
-    ctrl_c.await.unwrap_or_default();
 }

@@ -15,12 +15,11 @@ use super::app::{Ctx, methods};
 use super::error::ApiError;
 use super::meta;
 use super::query::parse_wait_index;
-use crate::SimError;
 use crate::acl::{Level, Resource};
 use crate::blocking::wait_for;
 use crate::control::Control;
 use crate::duration::GoDuration;
-use crate::service::{self, NodeService, RegisterError};
+use crate::service::{self, NodeService};
 use crate::store::{CheckUpdate, State as StoreState};
 
 pub(crate) fn routes() -> Router<Control> {
@@ -55,14 +54,6 @@ pub(crate) fn routes() -> Router<Control> {
             methods("OPTIONS,PUT", put(check_update)),
         )
         .route("/v1/agent/self", methods("OPTIONS,GET", get(agent_self)))
-}
-
-/// A registration error as the API reports it.
-pub(crate) fn register_error(e: RegisterError) -> SimError {
-    SimError::Rejected {
-        status: e.status(),
-        message: e.to_string(),
-    }
 }
 
 /// The config-entry view of central config, in the service model's terms.
@@ -107,7 +98,7 @@ async fn service(
             service::agent_service_json(&svc, &dc),
         ))
     };
-    let first = c.store.read(&render)?;
+    let first = c.store.read(render)?;
     let (hash_now, body) = match hash {
         Some(h) if h == first.0 => {
             let timeout = c
@@ -115,7 +106,7 @@ async fn service(
                 .with_rng(|r| c.store.cfg.blocking.local_timeout(wait, r));
             let mut changes = c.store.subscribe();
             wait_for(&mut changes, Instant::now() + timeout, |force| {
-                let now = c.store.read(&render);
+                let now = c.store.read(render);
                 match now {
                     Ok((new_hash, _)) if new_hash == h && !force => None,
                     other => Some(other),
@@ -153,7 +144,7 @@ async fn services(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiErr
 
 async fn register(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
     let replace = ctx.query.flag("replace-existing-checks").unwrap_or(false);
-    let def = service::decode_register(&body).map_err(|e| ApiError::from(register_error(e)))?;
+    let def = service::decode_register(&body).map_err(ApiError::from)?;
     let authz = c.authz(&ctx)?;
     c.store.register_local_with(def, replace, Some(&authz))?;
     Ok(meta::empty_ok())

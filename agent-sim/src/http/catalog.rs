@@ -10,7 +10,6 @@ use axum::response::Response;
 use axum::routing::{get, put};
 use serde_json::Value;
 
-use super::agent::register_error;
 use super::app::{Ctx, methods};
 use super::error::ApiError;
 use super::meta;
@@ -106,8 +105,8 @@ async fn services(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiErr
 }
 
 async fn register(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
-    let reg = service::decode_catalog_register(&body, &c.store.cfg.datacenter)
-        .map_err(|e| ApiError::from(register_error(e)))?;
+    let reg =
+        service::decode_catalog_register(&body, &c.store.cfg.datacenter).map_err(ApiError::from)?;
     let authz = c.authz(&ctx)?;
     authz
         .require(Resource::Node, &reg.node.name, Level::Write)
@@ -126,7 +125,7 @@ async fn register(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Res
 
 async fn deregister(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
     let req = service::decode_catalog_deregister(&body, &c.store.cfg.datacenter)
-        .map_err(|e| ApiError::from(register_error(e)))?;
+        .map_err(ApiError::from)?;
     let authz = c.authz(&ctx)?;
     authz
         .require(Resource::Node, &req.node, Level::Write)

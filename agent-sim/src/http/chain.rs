@@ -16,7 +16,7 @@ use super::meta;
 use super::query::QueryOpts;
 use super::serve::{ReadSpec, server_read};
 use crate::acl::{Level, Resource};
-use crate::chain::{self, ChainEntries, ChainError, ChainRequest};
+use crate::chain::{self, ChainEntries, ChainRequest};
 use crate::config_entry::{ConfigEntries, ConfigEntry, Kind};
 use crate::control::Control;
 
@@ -34,10 +34,6 @@ pub(crate) fn routes() -> Router<Control> {
 
 async fn missing() -> ApiError {
     ApiError::bad_request("Missing chain name")
-}
-
-fn chain_error(e: ChainError) -> ApiError {
-    ApiError::with_status(e.status(), e.to_string())
 }
 
 /// The config entries the compiler reads, in their read shape.
@@ -103,7 +99,7 @@ async fn serve(
         virtual_ips: None,
     };
     if let Some(body) = &body {
-        req = req.with_overrides(chain::decode_overrides(body).map_err(chain_error)?);
+        req = req.with_overrides(chain::decode_overrides(body).map_err(ApiError::from)?);
     }
     let authz = c.authz(&ctx)?;
     authz
@@ -117,7 +113,7 @@ async fn serve(
         suppress_unchanged: true,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
-        let compiled = chain::compile(&chain_entries(&st.config), &req).map_err(chain_error)?;
+        let compiled = chain::compile(&chain_entries(&st.config), &req).map_err(ApiError::from)?;
         let body =
             serde_json::to_value(&compiled).map_err(|e| ApiError::from_text(e.to_string()))?;
         Ok((st.config.max_index(), body))

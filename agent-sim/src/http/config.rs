@@ -13,7 +13,6 @@ use super::error::ApiError;
 use super::meta;
 use super::query::QueryOpts;
 use super::serve::{ReadSpec, server_read};
-use crate::SimError;
 use crate::acl::{Authorizer, Level, Resource};
 use crate::config_entry::{self, ConfigError, Kind};
 use crate::control::Control;
@@ -33,23 +32,6 @@ pub(crate) fn routes() -> Router<Control> {
             "/v1/config/{kind}/{*name}",
             methods("OPTIONS,GET,DELETE", get(get_one).delete(delete)),
         )
-}
-
-/// A config entry error as the API reports it.
-pub(crate) fn config_error(e: ConfigError) -> SimError {
-    let status = match &e {
-        ConfigError::Decode(_) => 400,
-        ConfigError::NotFound { .. } => 404,
-        _ => 500,
-    };
-    SimError::Rejected {
-        status,
-        message: e.to_string(),
-    }
-}
-
-fn api(e: ConfigError) -> ApiError {
-    config_error(e).into()
 }
 
 /// Whether `authz` may read (or write) entry `name` of `kind`.
@@ -79,7 +61,7 @@ fn parse_cas(ctx: &Ctx) -> Result<Option<u64>, ApiError> {
 }
 
 async fn apply(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
-    let entry = config_entry::decode_entry(&body).map_err(api)?;
+    let entry = config_entry::decode_entry(&body).map_err(ApiError::from)?;
     let authz = c.authz(&ctx)?;
     allowed(&authz, entry.kind(), entry.name(), Level::Write)?;
     let cas = parse_cas(&ctx)?;
@@ -92,7 +74,7 @@ async fn apply(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Respon
             let index = st.next_index();
             st.config.upsert(entry, cas, index)
         })
-        .map_err(api)?;
+        .map_err(ApiError::from)?;
     Ok(meta::json(&Value::Bool(ok), ctx.pretty))
 }
 
@@ -146,7 +128,7 @@ async fn get_one(
     let a = server_read(&c.store, &opts, spec, |st| {
         match st.config.get(kind, &name) {
             Some(e) => Ok((st.config.max_index(), e.to_json())),
-            None => Err(api(ConfigError::NotFound {
+            None => Err(ApiError::from(ConfigError::NotFound {
                 kind: kind.as_str().to_owned(),
                 name: name.clone(),
             })),
@@ -174,7 +156,7 @@ async fn delete(
             let index = st.next_index();
             st.config.delete(kind, &name, cas, index)
         })
-        .map_err(api)?;
+        .map_err(ApiError::from)?;
     let body = if cas.is_some() {
         Value::Bool(ok)
     } else {

@@ -19,7 +19,7 @@ use super::serve::{ReadSpec, server_read};
 use crate::acl::{Level, Resource};
 use crate::control::Control;
 use crate::decode::{KeySchema, decode_body};
-use crate::intention::{self, IntentionError};
+use crate::intention;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
@@ -108,12 +108,12 @@ async fn leaf(
         .require(Resource::Service, &service, Level::Write)
         .map_err(ApiError::from_text)?;
     let agent_dc = c.store.cfg.datacenter.clone();
-    if let Some(dc) = ctx.query.non_empty("dc") {
-        if dc != agent_dc {
-            return Err(ApiError::from_text(
-                "SPIFFE ID in CSR from a different datacenter",
-            ));
-        }
+    if let Some(dc) = ctx.query.non_empty("dc")
+        && dc != agent_dc
+    {
+        return Err(ApiError::from_text(
+            "SPIFFE ID in CSR from a different datacenter",
+        ));
     }
     let answer = if min_index == 0 {
         c.store.leaf_now(&service, &agent_dc)?
@@ -199,15 +199,11 @@ async fn authorize(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Re
     };
     let a = server_read(&c.store, &opts, spec, |st| {
         let d = intention::authorize(&st.config, &req.target, &req.client_cert_uri, &default)
-            .map_err(intention_err)?;
+            .map_err(ApiError::from)?;
         Ok((0, json!({ "Authorized": d.allowed, "Reason": d.reason })))
     })
     .await?;
     Ok(meta::json_with(&a.body, ctx.pretty, None, a.cache))
-}
-
-fn intention_err(e: IntentionError) -> ApiError {
-    super::intentions::intention_error(e).into()
 }
 
 async fn ca_config_get(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {

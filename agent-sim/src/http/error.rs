@@ -82,6 +82,34 @@ impl ApiError {
     }
 }
 
+/// Domain errors carry their HTTP status; their text is the body.
+macro_rules! from_domain_error {
+    ($($ty:ty => $status:expr),* $(,)?) => {$(
+        impl From<$ty> for ApiError {
+            fn from(e: $ty) -> Self {
+                let status: fn(&$ty) -> u16 = $status;
+                Self::with_status(status(&e), e.to_string())
+            }
+        }
+    )*};
+}
+
+from_domain_error! {
+    crate::service::RegisterError => crate::service::RegisterError::status,
+    crate::chain::ChainError => crate::chain::ChainError::status,
+    crate::ca::CaError => crate::ca::CaError::http_status,
+    crate::config_entry::ConfigError => |e| match e {
+        crate::config_entry::ConfigError::Decode(_) => 400,
+        crate::config_entry::ConfigError::NotFound { .. } => 404,
+        _ => 500,
+    },
+    crate::intention::IntentionError => |e| match e {
+        crate::intention::IntentionError::BadRequest(_) | crate::intention::IntentionError::Decode(_) => 400,
+        crate::intention::IntentionError::NotFound(_) => 404,
+        _ => 500,
+    },
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut resp = (self.status, self.body).into_response();

@@ -57,7 +57,7 @@ async fn serve(c: Control, ctx: Ctx, service: String, connect: bool) -> Result<R
     let passing = ctx
         .query
         .flag("passing")
-        .map_err(|()| ApiError::bad_request("Invalid value for ?passing"))?;
+        .ok_or_else(|| ApiError::bad_request("Invalid value for ?passing"))?;
     if opts.filter.is_some() {
         return Err(ApiError::from_text(
             "agent-sim does not evaluate ?filter expressions",

@@ -14,10 +14,9 @@ use super::error::ApiError;
 use super::meta;
 use super::query::QueryOpts;
 use super::serve::{ReadSpec, server_read};
-use crate::SimError;
 use crate::acl::{Level, Resource};
 use crate::control::Control;
-use crate::intention::{self, IntentionError};
+use crate::intention;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
@@ -38,27 +37,11 @@ pub(crate) fn routes() -> Router<Control> {
         )
 }
 
-/// An intention error as the API reports it.
-pub(crate) fn intention_error(e: IntentionError) -> SimError {
-    let status = match &e {
-        IntentionError::BadRequest(_) | IntentionError::Decode(_) => 400,
-        IntentionError::NotFound(_) => 404,
-        _ => 500,
-    };
-    SimError::Rejected {
-        status,
-        message: e.to_string(),
-    }
-}
-
-fn api(e: IntentionError) -> ApiError {
-    intention_error(e).into()
-}
-
 async fn match_(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
     let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
     let names = ctx.query.all("name");
-    let (by, services) = intention::parse_match_query(ctx.query.get("by"), &names).map_err(api)?;
+    let (by, services) =
+        intention::parse_match_query(ctx.query.get("by"), &names).map_err(ApiError::from)?;
     let authz = c.authz(&ctx)?;
     for s in &services {
         authz
@@ -117,7 +100,7 @@ async fn check(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError>
             source_type.as_deref(),
             &default,
         )
-        .map_err(api)?;
+        .map_err(ApiError::from)?;
         Ok((st.config.max_index(), json!({ "Allowed": allowed })))
     })
     .await?;
@@ -140,7 +123,8 @@ async fn exact_get(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiEr
         suppress_unchanged: false,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
-        let ixn = intention::exact_get(&st.config, &source, &destination).map_err(api)?;
+        let ixn =
+            intention::exact_get(&st.config, &source, &destination).map_err(ApiError::from)?;
         Ok((st.config.max_index(), ixn.to_json()))
     })
     .await?;
@@ -168,7 +152,7 @@ async fn exact_put(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Re
             let index = st.next_index();
             intention::exact_put(&mut st.config, &source, &destination, &body, index)
         })
-        .map_err(api)?;
+        .map_err(ApiError::from)?;
     Ok(meta::json(&Value::Bool(true), ctx.pretty))
 }
 
@@ -181,6 +165,6 @@ async fn exact_delete(State(c): State<Control>, ctx: Ctx) -> Result<Response, Ap
             let index = st.next_index();
             intention::exact_delete(&mut st.config, &source, &destination, index)
         })
-        .map_err(api)?;
+        .map_err(ApiError::from)?;
     Ok(meta::json(&Value::Bool(true), ctx.pretty))
 }

@@ -46,12 +46,13 @@ impl RawQuery {
             .collect()
     }
 
-    /// A boolean flag: present and bare, or a Go `ParseBool` truthy value.
-    pub fn flag(&self, name: &str) -> Result<bool, ()> {
+    /// A boolean flag: absent = false, bare = true, else Go's `ParseBool`; `None` when the value
+    /// is not a boolean.
+    pub fn flag(&self, name: &str) -> Option<bool> {
         match self.get(name) {
-            None => Ok(false),
-            Some("") => Ok(true),
-            Some(v) => parse_go_bool(v).ok_or(()),
+            None => Some(false),
+            Some("") => Some(true),
+            Some(v) => parse_go_bool(v),
         }
     }
 }
@@ -93,10 +94,10 @@ pub fn request_token(query: &RawQuery, headers: &HeaderMap) -> (Option<String>, 
     }
     if let Some(auth) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
         let mut words = auth.split_whitespace();
-        if let (Some(scheme), Some(tok)) = (words.next(), words.next()) {
-            if scheme.eq_ignore_ascii_case("bearer") {
-                return (Some(tok.to_owned()), TokenSource::Bearer);
-            }
+        if let (Some(scheme), Some(tok)) = (words.next(), words.next())
+            && scheme.eq_ignore_ascii_case("bearer")
+        {
+            return (Some(tok.to_owned()), TokenSource::Bearer);
         }
     }
     (None, TokenSource::None)

@@ -13,8 +13,8 @@ use crate::acl::{self, Authorizer, Level, Resource};
 use crate::config::SimConfig;
 use crate::http::error::ApiError;
 use crate::service::{
-    self, CatalogRegistration, HealthCheck, Node, NodeService, RegisterContext, RegisterError,
-    Registration, ServiceDefinition,
+    self, CatalogRegistration, HealthCheck, Node, NodeService, RegisterContext, Registration,
+    ServiceDefinition,
 };
 
 /// A status change for one check (control API and the agent's check endpoints).
@@ -69,9 +69,8 @@ pub(super) fn serf_health(node: &str, index: u64) -> HealthCheck {
     }
 }
 
-fn register_error(e: RegisterError) -> ApiError {
-    ApiError::with_status(e.status(), e.to_string())
-}
+/// One health entry: the node, the instance, and its checks plus the node's.
+pub(crate) type HealthEntry<'a> = (&'a Node, &'a NodeService, Vec<&'a HealthCheck>);
 
 impl State {
     /// Services registered on node `node`.
@@ -101,7 +100,7 @@ impl State {
         service: &str,
         connect: bool,
         passing_only: bool,
-    ) -> (u64, Vec<(&Node, &NodeService, Vec<&HealthCheck>)>) {
+    ) -> (u64, Vec<HealthEntry<'_>>) {
         let mut index = self.service_index.get(service).copied().unwrap_or(0);
         let mut out = Vec::new();
         for ((node, _), svc) in &self.services {
@@ -239,7 +238,7 @@ impl Store {
                 existing_checks: &existing_checks,
                 ..RegisterContext::new(&node, &existing, index)
             };
-            let reg = service::expand_registration(def, &ctx).map_err(register_error)?;
+            let reg = service::expand_registration(def, &ctx).map_err(ApiError::from)?;
             if let Some(authz) = authz {
                 for need in &reg.acl {
                     let who = match &need.token {

@@ -62,10 +62,9 @@ impl Store {
         loop {
             changes.borrow_and_update();
             let now = OffsetDateTime::now_utc();
-            let (entry, rotated) = match self.read(|st| current(st, service)) {
-                Some(found) => found,
-                // Evicted (agent restart): start over with a fresh leaf.
-                None => return self.leaf_now(service, dc),
+            // Evicted (agent restart): start over with a fresh leaf.
+            let Some((entry, rotated)) = self.read(|st| current(st, service)) else {
+                return self.leaf_now(service, dc);
             };
             if entry.leaf.modify_index > min_index {
                 return Ok(LeafAnswer {

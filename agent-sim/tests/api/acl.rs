@@ -1,7 +1,7 @@
 //! ACLs on the wire: where tokens come from, Consul's 403 texts, and what each endpoint needs.
 
 use agent_sim::acl::DefaultPolicy;
-use axum::http::Method;
+use axum::http::{Method, Request};
 use serde_json::json;
 
 use super::support::{App, app, builder};
@@ -30,8 +30,7 @@ async fn token_sources_and_texts() {
         200,
         "?token="
     );
-    let req =
-        axum::http::Request::get(leaf).header("Authorization", format!("Bearer {}", t.secret_id));
+    let req = Request::get(leaf).header("Authorization", format!("Bearer {}", t.secret_id));
     let r = tower::ServiceExt::oneshot(
         a.router.clone(),
         req.body(axum::body::Body::empty()).unwrap(),

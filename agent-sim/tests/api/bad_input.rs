@@ -4,6 +4,9 @@ use axum::http::Method;
 
 use super::support::{app, builder};
 
+/// Method, URI, body.
+type Call = (Method, String, Option<String>);
+
 #[tokio::test]
 async fn bad_inputs_get_consuls_answers() {
     let a = app(builder());
@@ -15,7 +18,7 @@ async fn bad_inputs_get_consuls_answers() {
             Some(body),
         )
     };
-    let cases: Vec<((Method, String, Option<String>), u16, String)> = vec![
+    let cases: Vec<(Call, u16, String)> = vec![
         (authz(String::new()), 400, "Request decode failed: EOF".into()),
         (authz("{".into()), 400, "Request decode failed: unexpected EOF".into()),
         (authz(r#"{"Target":"db","Bogus":1}"#.into()), 400, r#"Request decode failed: json: unknown field "Bogus""#.into()),

@@ -1,5 +1,6 @@
 //! One wire snapshot per endpoint (run-dependent values filtered), plus the headers each sets.
 
+use axum::http::Method;
 use serde_json::json;
 
 use super::support::{App, app, builder};
@@ -175,12 +176,7 @@ async fn config_entries() {
         .await;
     assert_eq!(r.text, "false", "CAS 0 on an existing entry fails");
     let r = a
-        .call(
-            axum::http::Method::DELETE,
-            "/v1/config/service-defaults/db",
-            None,
-            None,
-        )
+        .call(Method::DELETE, "/v1/config/service-defaults/db", None, None)
         .await;
     assert_eq!(r.status, 500, "db's L7 intentions need its http protocol");
     assert_eq!(
@@ -189,7 +185,7 @@ async fn config_entries() {
     );
     let r = a
         .call(
-            axum::http::Method::DELETE,
+            Method::DELETE,
             "/v1/config/service-intentions/db",
             None,
             None,
@@ -197,12 +193,7 @@ async fn config_entries() {
         .await;
     assert_eq!((r.status, r.text.as_str()), (200, "{}"));
     let r = a
-        .call(
-            axum::http::Method::DELETE,
-            "/v1/config/service-defaults/db",
-            None,
-            None,
-        )
+        .call(Method::DELETE, "/v1/config/service-defaults/db", None, None)
         .await;
     assert_eq!((r.status, r.text.as_str()), (200, "{}"));
 }

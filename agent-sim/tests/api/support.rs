@@ -4,7 +4,7 @@
 use agent_sim::{AgentSim, Builder, Control, Listening};
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Method, Request};
+use axum::http::{HeaderMap, Method, Request};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
@@ -13,7 +13,7 @@ use tower::ServiceExt;
 #[derive(Debug)]
 pub(crate) struct Resp {
     pub(crate) status: u16,
-    pub(crate) headers: axum::http::HeaderMap,
+    pub(crate) headers: HeaderMap,
     pub(crate) text: String,
 }
 
