@@ -22,7 +22,7 @@ use crate::config_entry::{
     ConfigEntries, IntentionJwtRequirement, IntentionPermission, ServiceIntentions, go_quote,
 };
 
-pub use decide::{Action, Decision, DefaultPolicy, authorize, check};
+pub use decide::{Action, Decision, DefaultPolicy, authorize, authorize_matched, check};
 pub use exact::{exact_delete, exact_get, exact_put};
 use names::{check_namespace, check_partition, parse_component};
 

@@ -123,7 +123,9 @@ impl RequestLog {
             }
             seq
         };
-        self.tx.send_replace(seq);
+        if self.tx.receiver_count() > 0 {
+            self.tx.send_replace(seq);
+        }
         seq
     }
 

@@ -47,9 +47,6 @@ pub enum SpiffeError {
     Format(String),
 }
 
-static SERVICE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:/ap/([^/]+))?/ns/([^/]+)/dc/([^/]+)/svc/([^/]+)$").expect("constant regex")
-});
 static AGENT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:/ap/([^/]+))?/agent/client/dc/([^/]+)/id/([^/]+)$").expect("constant regex")
 });
@@ -58,6 +55,25 @@ static SERVER: LazyLock<Regex> =
 static MESH_GATEWAY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:/ap/([^/]+))?/gateway/mesh/dc/([^/]+)$").expect("constant regex")
 });
+
+/// Matches `^(?:/ap/([^/]+))?/ns/([^/]+)/dc/([^/]+)/svc/([^/]+)$` without a regex (this runs
+/// on every authorize call): `(partition, namespace, datacenter, service)`, still escaped.
+fn service_path(path: &str) -> Option<(Option<&str>, &str, &str, &str)> {
+    let rest = path.strip_prefix('/')?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    let (ap, tail) = match parts.as_slice() {
+        ["ap", ap, tail @ ..] => (Some(*ap), tail),
+        tail => (None, tail),
+    };
+    match tail {
+        ["ns", ns, "dc", dc, "svc", svc]
+            if [ns, dc, svc].iter().all(|s| !s.is_empty()) && ap != Some("") =>
+        {
+            Some((ap, ns, dc, svc))
+        }
+        _ => None,
+    }
+}
 
 /// The pieces of a URL that `ParseCertURI` looks at.
 struct Url {
@@ -165,13 +181,14 @@ pub fn parse(uri: &str) -> Result<SpiffeId, SpiffeError> {
         Some(m) => unescape(m.as_str()).ok_or_else(bad),
     };
     let path = url.raw_path.as_str();
-    if let Some(c) = SERVICE.captures(path) {
+    if let Some((partition, namespace, datacenter, service)) = service_path(path) {
+        let part = |s: &str| unescape(s).ok_or_else(bad);
         return Ok(SpiffeId::Service {
             trust_domain: td,
-            partition: ap(c.get(1))?,
-            namespace: seg(c.get(2))?,
-            datacenter: seg(c.get(3))?,
-            service: seg(c.get(4))?,
+            partition: partition.map_or_else(|| Ok("default".to_owned()), part)?,
+            namespace: part(namespace)?,
+            datacenter: part(datacenter)?,
+            service: part(service)?,
         });
     }
     if let Some(c) = AGENT.captures(path) {

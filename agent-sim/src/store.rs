@@ -24,6 +24,7 @@ use crate::acl::Tokens;
 use crate::ca::{Ca, CaConfig, Leaf};
 use crate::config::SimConfig;
 use crate::config_entry::ConfigEntries;
+use crate::intention::{self, Intention, MatchBy};
 use crate::service::{HealthCheck, Node, NodeService};
 
 /// Key of a service instance or check: (node name, ID).
@@ -51,6 +52,55 @@ pub(crate) struct State {
     pub(crate) tokens: Tokens,
     /// The agent's leaf cache, by service name.
     pub(crate) leaves: BTreeMap<String, LeafEntry>,
+    /// Derived data cached between writes (emptied by every write, and in every copy).
+    pub(crate) memo: Memo,
+}
+
+/// Per-state cache of derived data that hot endpoints read on every request.
+#[derive(Debug, Default)]
+pub(crate) struct Memo {
+    by_destination: Mutex<HashMap<String, Arc<Vec<Intention>>>>,
+    roots: Mutex<Option<Arc<serde_json::Value>>>,
+}
+
+impl Clone for Memo {
+    /// A copy starts empty: its entries belong to the state they were derived from.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl Memo {
+    fn clear(&mut self) {
+        self.by_destination.get_mut().clear();
+        *self.roots.get_mut() = None;
+    }
+}
+
+impl State {
+    /// The intentions whose destination matches `target`, sorted (cached until the next write).
+    pub(crate) fn destination_intentions(&self, target: &str) -> Arc<Vec<Intention>> {
+        let mut memo = self.memo.by_destination.lock();
+        if let Some(found) = memo.get(target) {
+            return found.clone();
+        }
+        let found = Arc::new(intention::matching(
+            &self.config,
+            MatchBy::Destination,
+            target,
+        ));
+        memo.insert(target.to_owned(), found.clone());
+        found
+    }
+
+    /// The roots body (cached until the next write).
+    pub(crate) fn roots_body(&self) -> Arc<serde_json::Value> {
+        self.memo
+            .roots
+            .lock()
+            .get_or_insert_with(|| Arc::new(self.ca.roots_json()))
+            .clone()
+    }
 }
 
 /// A cached leaf and when the agent will replace it.
@@ -138,6 +188,7 @@ impl Store {
             ttl_touched: HashMap::new(),
             tokens: Tokens::new(&cfg.acl),
             leaves: BTreeMap::new(),
+            memo: Memo::default(),
         };
         Ok(Arc::new(Self {
             cfg,
@@ -158,7 +209,10 @@ impl Store {
     /// Changes the live state and wakes every blocked query. The closure allocates indexes with
     /// [`State::next_index`] for what it writes.
     pub(crate) fn write<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        let out = f(&mut self.state.write());
+        let mut st = self.state.write();
+        let out = f(&mut st);
+        st.memo.clear();
+        drop(st);
         self.changes.send_modify(|c| *c += 1);
         out
     }
@@ -211,10 +265,9 @@ impl Store {
         let frozen = self.frozen.read().clone();
         match frozen {
             None => {
-                let hit = if cached {
-                    !self.cache_seen.lock().insert(key.to_owned())
-                } else {
-                    false
+                let hit = cached && {
+                    let mut seen = self.cache_seen.lock();
+                    seen.contains(key) || !seen.insert(key.to_owned())
                 };
                 Ok(View::Live { hit })
             }

@@ -135,7 +135,7 @@ async fn observe(State(c): State<Control>, req: Request, next: Next) -> Response
         }
         None => next.run(req).await,
     };
-    meta::set(
+    meta::set_static(
         resp.headers_mut(),
         "x-consul-default-acl-policy",
         c.store.cfg.acl.default_policy.as_str(),

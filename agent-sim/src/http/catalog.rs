@@ -58,6 +58,7 @@ async fn service_nodes(
     let spec = ReadSpec {
         cache_key,
         suppress_unchanged: false,
+        index_of: None,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
         let (index, entries) = st.health_entries(&name, false, false);
@@ -82,6 +83,7 @@ async fn services(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiErr
     let spec = ReadSpec {
         cache_key: opts.cached.then(|| "catalog-services".to_owned()),
         suppress_unchanged: false,
+        index_of: None,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
         let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();

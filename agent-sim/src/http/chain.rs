@@ -111,6 +111,7 @@ async fn serve(
     let spec = ReadSpec {
         cache_key,
         suppress_unchanged: true,
+        index_of: None,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
         let compiled = chain::compile(&chain_entries(&st.config), &req).map_err(ApiError::from)?;

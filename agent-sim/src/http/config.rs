@@ -97,6 +97,7 @@ async fn list(
     let spec = ReadSpec {
         cache_key: None,
         suppress_unchanged: false,
+        index_of: None,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
         let items: Vec<Value> = st
@@ -124,6 +125,7 @@ async fn get_one(
     let spec = ReadSpec {
         cache_key: None,
         suppress_unchanged: false,
+        index_of: None,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
         match st.config.get(kind, &name) {

@@ -58,9 +58,10 @@ async fn agent_roots(State(c): State<Control>, ctx: Ctx) -> Result<Response, Api
     let spec = ReadSpec {
         cache_key: Some(key),
         suppress_unchanged: false,
+        index_of: Some(|st| st.ca.roots_index()),
     };
     let a = server_read(&c.store, &opts, spec, |st| {
-        Ok((st.ca.roots_index(), st.ca.roots_json()))
+        Ok((st.ca.roots_index(), st.roots_body()))
     })
     .await?;
     Ok(meta::json_with(&a.body, ctx.pretty, Some(a.meta), a.cache))
@@ -72,9 +73,10 @@ async fn server_roots(State(c): State<Control>, ctx: Ctx) -> Result<Response, Ap
     let spec = ReadSpec {
         cache_key,
         suppress_unchanged: false,
+        index_of: Some(|st| st.ca.roots_index()),
     };
     let a = server_read(&c.store, &opts, spec, |st| {
-        Ok((st.ca.roots_index(), st.ca.roots_json()))
+        Ok((st.ca.roots_index(), st.roots_body()))
     })
     .await?;
     if ctx.query.get("pem").is_some_and(|v| v == "true") {
@@ -168,20 +170,33 @@ pub(crate) fn intention_default(c: &Control) -> intention::DefaultPolicy {
 }
 
 async fn authorize(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
-    let req: AuthorizeRequest = decode_body(&body, &AUTHORIZE_KEYS)
-        .map_err(|e| ApiError::bad_request(format!("Request decode failed: {e}")))?;
+    // Fast path for the canonical spelling; anything else goes through Go-style key matching,
+    // which accepts the same bodies and produces Go's error texts.
+    let req: AuthorizeRequest = match serde_json::from_slice(&body) {
+        Ok(req) => req,
+        Err(_) => decode_body(&body, &AUTHORIZE_KEYS)
+            .map_err(|e| ApiError::bad_request(format!("Request decode failed: {e}")))?,
+    };
     if req.target.is_empty() {
         return Err(ApiError::bad_request("Target service must be specified"));
     }
-    // Steps 3 and 4 come before the token is resolved.
-    match crate::spiffe::parse(&req.client_cert_uri) {
-        Err(_) => {
+    // Steps 3 and 4 come before the token is resolved; without ACLs the decision below gives
+    // the same errors, so the URI is parsed once.
+    match c
+        .store
+        .cfg
+        .acl
+        .enabled
+        .then(|| crate::spiffe::parse(&req.client_cert_uri))
+    {
+        None => {}
+        Some(Err(_)) => {
             return Err(ApiError::bad_request(
                 "ClientCertURI not a valid Connect identifier",
             ));
         }
-        Ok(crate::spiffe::SpiffeId::Service { .. }) => {}
-        Ok(_) => {
+        Some(Ok(crate::spiffe::SpiffeId::Service { .. })) => {}
+        Some(Ok(_)) => {
             return Err(ApiError::bad_request(
                 "ClientCertURI not a valid Service identifier",
             ));
@@ -196,9 +211,11 @@ async fn authorize(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Re
     let spec = ReadSpec {
         cache_key: Some(format!("intention-match:destination:{}", req.target)),
         suppress_unchanged: false,
+        index_of: None,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
-        let d = intention::authorize(&st.config, &req.target, &req.client_cert_uri, &default)
+        let matched = st.destination_intentions(&req.target);
+        let d = intention::authorize_matched(&matched, &req.target, &req.client_cert_uri, &default)
             .map_err(ApiError::from)?;
         Ok((0, json!({ "Authorized": d.allowed, "Reason": d.reason })))
     })
@@ -215,6 +232,7 @@ async fn ca_config_get(State(c): State<Control>, ctx: Ctx) -> Result<Response, A
     let spec = ReadSpec {
         cache_key: None,
         suppress_unchanged: false,
+        index_of: None,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
         Ok((st.ca_config_index, st.ca.config_json()))

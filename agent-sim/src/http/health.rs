@@ -88,6 +88,7 @@ async fn serve(c: Control, ctx: Ctx, service: String, connect: bool) -> Result<R
     let spec = ReadSpec {
         cache_key,
         suppress_unchanged: merge,
+        index_of: None,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
         let (index, entries) = st.health_entries(&service, connect, passing);

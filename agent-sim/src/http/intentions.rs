@@ -55,6 +55,7 @@ async fn match_(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError
     let spec = ReadSpec {
         cache_key,
         suppress_unchanged: true,
+        index_of: None,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
         Ok((
@@ -87,6 +88,7 @@ async fn check(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError>
     let spec = ReadSpec {
         cache_key: None,
         suppress_unchanged: false,
+        index_of: None,
     };
     let q = QueryOpts {
         min_index: 0,
@@ -121,6 +123,7 @@ async fn exact_get(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiEr
     let spec = ReadSpec {
         cache_key: None,
         suppress_unchanged: false,
+        index_of: None,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
         let ixn =

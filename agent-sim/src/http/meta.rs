@@ -54,7 +54,7 @@ impl QueryMeta {
             "x-consul-lastcontact",
             &self.last_contact_ms.to_string(),
         );
-        set(headers, "x-consul-query-backend", "blocking-query");
+        set_static(headers, "x-consul-query-backend", "blocking-query");
         if let Some(c) = self.consistency {
             set(headers, "x-consul-effective-consistency", c);
         }
@@ -77,13 +77,21 @@ impl CacheMeta {
     /// Writes the headers.
     pub fn apply(&self, headers: &mut HeaderMap) {
         match self {
-            Self::Miss => set(headers, "x-cache", "MISS"),
+            Self::Miss => set_static(headers, "x-cache", "MISS"),
             Self::Hit { age_secs } => {
-                set(headers, "x-cache", "HIT");
+                set_static(headers, "x-cache", "HIT");
                 set(headers, "age", &age_secs.to_string());
             }
         }
     }
+}
+
+/// Sets a header to a constant value (no allocation).
+pub fn set_static(headers: &mut HeaderMap, name: &'static str, value: &'static str) {
+    headers.insert(
+        HeaderName::from_static(name),
+        HeaderValue::from_static(value),
+    );
 }
 
 /// Sets a header whose value we produced ourselves.

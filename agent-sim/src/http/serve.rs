@@ -2,6 +2,7 @@
 //! the agent cache (`X-Cache`), blocking on an index until something newer exists, with Consul's
 //! spurious-wakeup suppression, and failing static while the servers are unreachable.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -18,33 +19,38 @@ use crate::store::{State, Store, View};
 const OUTAGE_ERROR_DELAY: Duration = Duration::from_secs(2);
 
 /// How a query is served.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ReadSpec {
     /// The agent-cache key when the agent answers from its cache (`?cached`, or always for roots),
     /// `None` for a direct RPC.
     pub(crate) cache_key: Option<String>,
     /// Keep blocking while the result is unchanged (intention match, discovery chain).
     pub(crate) suppress_unchanged: bool,
+    /// A cheap way to read just the result's index, so a blocked query renders its body only
+    /// when it returns (the roots endpoint with thousands of watchers).
+    pub(crate) index_of: Option<fn(&State) -> u64>,
 }
 
 /// A read's answer.
 #[derive(Debug, Clone)]
 pub(crate) struct Answer {
-    pub(crate) body: Value,
+    pub(crate) body: Arc<Value>,
     pub(crate) meta: QueryMeta,
     pub(crate) cache: Option<CacheMeta>,
 }
 
 /// Evaluates `eval` (returning the result index and body) per `spec` and the blocking options.
-pub(crate) async fn server_read<F>(
+pub(crate) async fn server_read<F, B>(
     store: &Store,
     opts: &QueryOpts,
     spec: ReadSpec,
     eval: F,
 ) -> Result<Answer, ApiError>
 where
-    F: Fn(&State) -> Result<(u64, Value), ApiError>,
+    F: Fn(&State) -> Result<(u64, B), ApiError>,
+    B: Into<Arc<Value>>,
 {
+    let eval = |st: &State| eval(st).map(|(index, body)| (index, body.into()));
     let cached = spec.cache_key.is_some();
     let key = spec.cache_key.clone().unwrap_or_default();
     let view = store
@@ -73,7 +79,7 @@ where
         CacheMeta::Miss
     });
     if opts.min_index == 0 {
-        let (index, body) = store.read(&eval)?;
+        let (index, body) = store.read(eval)?;
         return Ok(Answer {
             body,
             meta: QueryMeta::leader(index),
@@ -85,13 +91,20 @@ where
     let mut changes = store.subscribe();
     let abandon = store.subscribe_abandon();
     let abandon_at_start = *abandon.borrow();
-    let mut first_body: Option<Value> = None;
+    let mut first_body: Option<Arc<Value>> = None;
     let result = wait_for(&mut changes, deadline, |force| {
         let abandoned = *abandon.borrow() != abandon_at_start;
         if abandoned && store.servers_down() {
             return Some(Err(ApiError::no_servers()));
         }
-        let (index, body) = match store.read(&eval) {
+        if let (Some(index_of), false) = (spec.index_of, spec.suppress_unchanged) {
+            let newer = store.read(index_of) > opts.min_index;
+            if !(force || abandoned || newer) {
+                return None;
+            }
+            return Some(store.read(eval));
+        }
+        let (index, body) = match store.read(eval) {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };

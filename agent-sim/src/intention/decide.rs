@@ -50,6 +50,22 @@ pub fn authorize(
     client_cert_uri: &str,
     default: &DefaultPolicy,
 ) -> Result<Decision, IntentionError> {
+    authorize_matched(
+        &matching(entries, MatchBy::Destination, target),
+        target,
+        client_cert_uri,
+        default,
+    )
+}
+
+/// [`authorize`] over the intentions already matched for destination `target` (sorted, as
+/// [`matching`] returns them), so callers can reuse one match across requests.
+pub fn authorize_matched(
+    matched: &[super::Intention],
+    target: &str,
+    client_cert_uri: &str,
+    default: &DefaultPolicy,
+) -> Result<Decision, IntentionError> {
     let bad = |s: &str| IntentionError::BadRequest(s.to_owned());
     if target.is_empty() {
         return Err(bad("Target service must be specified"));
@@ -71,8 +87,8 @@ pub fn authorize(
             go_quote(&partition)
         )));
     }
-    let found = matching(entries, MatchBy::Destination, target)
-        .into_iter()
+    let found = matched
+        .iter()
         .find(|i| i.matches_source(&service) && (i.source_ns == namespace || i.source_ns == "*"));
     Ok(match found {
         Some(i) if i.is_l7() => Decision {
