@@ -1,1 +1,15 @@
-//! reports (placeholder: filled in by the conformance issue).
+//! The canonical, versioned conformance report (`Report`), its grading and CI gate, and its
+//! renderings: JSON (canonical), JUnit XML, Markdown (GitHub job summary) and one self-contained
+//! HTML page. Pure: the only IO is `write_all`, into a directory it is handed.
+
+mod error;
+mod grade;
+mod model;
+
+pub use self::error::ReportError;
+pub use self::grade::{GateFailure, NO_CHECKS_ERROR_KIND, Offender};
+pub use self::model::{
+    Artifact, CheckResult, Counts, Environment, ErrorInfo, EventKind, HARNESS_NAME, Harness,
+    Outcome, Profile, ProfileResult, ProxyInfo, Report, Requirement, SCHEMA_VERSION,
+    ScenarioResult, TimelineEvent, Verdict,
+};
