@@ -7,14 +7,17 @@ mod escape;
 #[cfg(any(test, feature = "test-util"))]
 pub mod fixture;
 mod grade;
+mod html;
 mod json;
 mod junit;
 mod markdown;
 mod model;
 mod text;
+mod write;
 
 pub use self::error::ReportError;
 pub use self::grade::{GateFailure, NO_CHECKS_ERROR_KIND, Offender};
+pub use self::html::to_html;
 pub use self::json::to_json;
 pub use self::junit::to_junit;
 pub use self::markdown::to_markdown;
@@ -23,3 +26,4 @@ pub use self::model::{
     Outcome, Profile, ProfileResult, ProxyInfo, Report, Requirement, SCHEMA_VERSION,
     ScenarioResult, TimelineEvent, Verdict,
 };
+pub use self::write::{REPORT_FILES, write_all};
