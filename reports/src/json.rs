@@ -15,7 +15,8 @@ pub fn to_json(report: &Report) -> String {
     // Serialising the model cannot fail (derived `Serialize` only, string map keys, no floats);
     // should that ever change, the output is still JSON that `from_json` rejects clearly.
     let mut out = serde_json::to_string_pretty(report).unwrap_or_else(|e| {
-        serde_json::json!({ "schema_version": SCHEMA_VERSION, "serialization_error": e.to_string() })
+        let error = e.to_string();
+        serde_json::json!({ "schema_version": SCHEMA_VERSION, "serialization_error": error })
             .to_string()
     });
     out.push('\n');
