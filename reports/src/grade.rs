@@ -62,7 +62,8 @@ impl Report {
     }
 
     /// Ok only when `profile` is `success`. Recomputes the grade from the checks rather than
-    /// trusting the stored verdicts, so a hand-edited report cannot pass the gate.
+    /// trusting the stored scenario verdicts and `profiles`, so stale or edited grades cannot
+    /// decide it.
     pub fn gate(&self, profile: Profile) -> Result<(), GateFailure> {
         let graded: Vec<(&ScenarioResult, Verdict)> = self
             .scenarios
