@@ -1,1 +1,64 @@
-//! reports (placeholder: filled in by the conformance issue).
+//! The canonical, versioned conformance report (`Report`), its grading and CI gate, and its
+//! renderings: JSON (canonical), JUnit XML, Markdown (GitHub job summary) and one self-contained
+//! HTML page. Pure: the only IO is `write_all`, into a directory it is handed.
+//!
+//! The JSON schema, its versioning policy and the grading rules are documented in `SCHEMA.md`.
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use reports::*;
+//!
+//! let proxy = ProxyInfo {
+//!     name: "my-proxy".into(),
+//!     version: None,
+//!     command: "my-proxy -proxy-id {proxy_id}".into(),
+//!     features: vec!["l4".into()],
+//!     bounds: BTreeMap::new(),
+//! };
+//! let env = Environment {
+//!     os: "linux".into(),
+//!     arch: "x86_64".into(),
+//!     cpus: 2,
+//!     hostname: None,
+//!     ci: false,
+//!     notes: vec![],
+//! };
+//! let mut report = Report::new(Harness::new("0.1.0"), proxy, env, "2026-01-01T00:00:00Z", 42);
+//! let mut s = ScenarioResult::new("l4-allow-deny", "web→db allowed", Profile::Core, vec![]);
+//! let check = CheckResult::new("web allowed", Requirement::Must, Verdict::Pass, "echo", "echo");
+//! s.checks.push(check.at(410));
+//! report.scenarios.push(s);
+//! report.grade();
+//! assert_eq!(report.gate(Profile::Core), Ok(()));
+//! assert!(report.gate(Profile::L7).is_err()); // not run
+//!
+//! let json = to_json(&report);
+//! assert_eq!(Report::from_json(&json)?, report);
+//! # Ok::<(), ReportError>(())
+//! ```
+
+mod error;
+mod escape;
+#[cfg(any(test, feature = "test-util"))]
+pub mod fixture;
+mod grade;
+mod html;
+mod json;
+mod junit;
+mod markdown;
+mod model;
+mod text;
+mod write;
+
+pub use self::error::ReportError;
+pub use self::grade::{GateFailure, NO_CHECKS_ERROR_KIND, Offender};
+pub use self::html::to_html;
+pub use self::json::to_json;
+pub use self::junit::to_junit;
+pub use self::markdown::to_markdown;
+pub use self::model::{
+    Artifact, CheckResult, Counts, Environment, ErrorInfo, EventKind, HARNESS_NAME, Harness,
+    Outcome, Profile, ProfileResult, ProxyInfo, Report, Requirement, SCHEMA_VERSION,
+    ScenarioResult, TimelineEvent, Verdict,
+};
+pub use self::write::{REPORT_FILES, write_all};

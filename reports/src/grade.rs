@@ -1,0 +1,197 @@
+//! Grading: a scenario's verdict from its checks, a profile's outcome from its scenarios
+//! (`Report::grade`), and the CI gate on one profile (`Report::gate`, `GateFailure`).
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::model::{
+    Counts, ErrorInfo, Outcome, Profile, ProfileResult, Report, Requirement, ScenarioResult,
+    Verdict,
+};
+
+/// `ErrorInfo::kind` that grading records on a scenario that was neither skipped nor
+/// unsupported but recorded no check (a harness bug: nothing was verified).
+pub const NO_CHECKS_ERROR_KIND: &str = "no_checks_recorded";
+
+/// Why `Report::gate` refused a profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+pub struct GateFailure {
+    pub profile: Profile,
+    pub outcome: Outcome,
+    /// Counted scenarios of the profile that did not pass, worst first.
+    pub offenders: Vec<Offender>,
+}
+
+/// One scenario that kept a profile from `success`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Offender {
+    pub id: String,
+    pub verdict: Verdict,
+}
+
+// === impl Report ===
+
+impl Report {
+    /// Computes every scenario's verdict from its checks and every profile's outcome from its
+    /// scenarios. Idempotent. See `SCHEMA.md` ("Grading") for the rules.
+    pub fn grade(&mut self) {
+        for scenario in &mut self.scenarios {
+            let verdict = scenario_verdict(scenario);
+            if verdict == Verdict::Error && is_vacuous(scenario) {
+                scenario.error = Some(ErrorInfo::new(
+                    NO_CHECKS_ERROR_KIND,
+                    "the scenario was neither skipped nor unsupported but recorded no check",
+                ));
+            }
+            scenario.verdict = verdict;
+        }
+        self.profiles = Profile::ALL
+            .into_iter()
+            .map(|profile| {
+                let scenarios = self.scenarios.iter().filter(|s| s.profile == profile);
+                profile_result(profile, scenarios.map(|s| s.verdict))
+            })
+            .collect();
+    }
+
+    /// `self` after [`Report::grade`].
+    pub fn graded(mut self) -> Self {
+        self.grade();
+        self
+    }
+
+    /// Ok only when `profile` is `success`. Recomputes the grade from the checks rather than
+    /// trusting the stored scenario verdicts and `profiles`, so stale or edited grades cannot
+    /// decide it.
+    pub fn gate(&self, profile: Profile) -> Result<(), GateFailure> {
+        let graded: Vec<(&ScenarioResult, Verdict)> = self
+            .scenarios
+            .iter()
+            .filter(|s| s.profile == profile)
+            .map(|s| (s, scenario_verdict(s)))
+            .collect();
+        let result = profile_result(profile, graded.iter().map(|(_, v)| *v));
+        if result.outcome == Outcome::Success {
+            return Ok(());
+        }
+        let mut offenders: Vec<Offender> = graded
+            .into_iter()
+            .filter(|(_, v)| !matches!(v, Verdict::Pass | Verdict::NotSupported))
+            .map(|(s, verdict)| Offender {
+                id: s.id.clone(),
+                verdict,
+            })
+            .collect();
+        offenders.sort_by_key(|o| o.verdict.rank());
+        Err(GateFailure {
+            profile,
+            outcome: result.outcome,
+            offenders,
+        })
+    }
+}
+
+// === impl ScenarioResult ===
+
+impl ScenarioResult {
+    /// The verdict `Report::grade` gives this scenario (ignores the stored one unless no check
+    /// ran).
+    pub fn graded_verdict(&self) -> Verdict {
+        scenario_verdict(self)
+    }
+}
+
+// === impl GateFailure ===
+
+impl fmt::Display for GateFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.outcome == Outcome::NotRun {
+            return write!(
+                f,
+                "profile {} was not run: no scenario of it ran (or all were not supported)",
+                self.profile
+            );
+        }
+        write!(
+            f,
+            "profile {} is {}, not success: {} scenario(s) did not pass:",
+            self.profile,
+            self.outcome,
+            self.offenders.len()
+        )?;
+        for (i, o) in self.offenders.iter().enumerate() {
+            let sep = if i == 0 { " " } else { ", " };
+            write!(f, "{sep}{} ({})", o.id, o.verdict)?;
+        }
+        Ok(())
+    }
+}
+
+// === grading rules ===
+
+/// A scenario's verdict: error > failed MUST > non-strict (failed SHOULD, or a check already
+/// graded non-strict) > skipped check > passed check; when no check ran, the runner's
+/// skipped/not-supported mark (or that of its not-run checks) stands, and a scenario with no
+/// check at all and no mark is an error.
+fn scenario_verdict(s: &ScenarioResult) -> Verdict {
+    let has = |v: Verdict| s.checks.iter().any(|c| c.verdict == v);
+    let failed = |r: Requirement| {
+        s.checks
+            .iter()
+            .any(|c| c.verdict == Verdict::Fail && c.requirement == r)
+    };
+    if s.error.is_some() || has(Verdict::Error) {
+        Verdict::Error
+    } else if failed(Requirement::Must) {
+        Verdict::Fail
+    } else if has(Verdict::NonStrict) || failed(Requirement::Should) {
+        Verdict::NonStrict
+    } else if has(Verdict::Pass) {
+        // Some checks ran; a skipped one means the scenario was not fully verified.
+        if has(Verdict::Skipped) {
+            Verdict::Skipped
+        } else {
+            Verdict::Pass
+        }
+    } else if matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported) {
+        s.verdict
+    } else if has(Verdict::Skipped) {
+        Verdict::Skipped
+    } else if has(Verdict::NotSupported) {
+        Verdict::NotSupported
+    } else {
+        Verdict::Error
+    }
+}
+
+/// No error, no check, no skipped/not-supported mark: nothing was verified.
+fn is_vacuous(s: &ScenarioResult) -> bool {
+    s.error.is_none()
+        && s.checks.is_empty()
+        && !matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported)
+}
+
+fn profile_result(profile: Profile, verdicts: impl Iterator<Item = Verdict>) -> ProfileResult {
+    let mut counts = Counts::default();
+    for v in verdicts {
+        counts.add(v);
+    }
+    let outcome = if counts.counted() == 0 {
+        Outcome::NotRun
+    } else if counts.fail + counts.error > 0 {
+        Outcome::Failure
+    } else if counts.skipped + counts.non_strict > 0 {
+        Outcome::Partial
+    } else {
+        Outcome::Success
+    };
+    ProfileResult {
+        profile,
+        outcome,
+        counts,
+    }
+}
+
+#[cfg(test)]
+mod tests;

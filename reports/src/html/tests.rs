@@ -1,0 +1,119 @@
+//! Snapshot of the HTML page for the sample report, escaping of hostile text everywhere, and
+//! self-containedness (no external resources).
+
+use super::*;
+use crate::fixture::sample_report;
+use crate::model::{Artifact, CheckResult, ErrorInfo, EventKind, Requirement, TimelineEvent};
+
+#[test]
+fn sample_report_snapshot() {
+    insta::assert_snapshot!(to_html(&sample_report()));
+}
+
+const EVIL: &str = "<script>alert(1)</script>";
+
+/// The sample report with `EVIL` (and an attribute breakout attempt) in every text field.
+fn hostile_report() -> Report {
+    let mut r = sample_report();
+    r.proxy.name = EVIL.into();
+    r.proxy.version = Some(EVIL.into());
+    r.proxy.command = format!("my-proxy {EVIL}");
+    r.proxy.features.push(EVIL.into());
+    r.proxy.bounds.insert(EVIL.into(), 1);
+    r.harness.version = EVIL.into();
+    r.started_at = EVIL.into();
+    r.environment.hostname = Some(EVIL.into());
+    r.environment.notes.push(EVIL.into());
+    let s = &mut r.scenarios[2];
+    s.id = format!("x\" onmouseover=\"alert(1){EVIL}");
+    s.description = EVIL.into();
+    s.features.push(EVIL.into());
+    s.error = Some(ErrorInfo::new(EVIL, EVIL));
+    s.checks.push(
+        CheckResult::new(EVIL, Requirement::Must, Verdict::Fail, EVIL, EVIL)
+            .at(100)
+            .within(Some(50), 40),
+    );
+    s.timeline
+        .push(TimelineEvent::new(50, EventKind::Step, EVIL).detail(EVIL));
+    s.timeline.push(
+        TimelineEvent::new(60, EventKind::Observation, EVIL)
+            .detail(EVIL)
+            .ok(false),
+    );
+    s.artifacts.push(Artifact {
+        name: EVIL.into(),
+        media_type: EVIL.into(),
+        content: format!("{EVIL}\n</pre></details>\u{1b}[31mred"),
+    });
+    r.graded()
+}
+
+#[test]
+fn hostile_text_is_escaped_everywhere() {
+    let page = to_html(&hostile_report());
+    assert!(
+        !page.to_lowercase().contains("<script"),
+        "a raw <script> got through"
+    );
+    assert!(!page.contains("\" onmouseover"), "attribute breakout");
+    assert!(page.contains("x&quot; onmouseover=&quot;alert(1)&lt;script&gt;"));
+    assert!(
+        page.contains("&lt;/pre&gt;&lt;/details&gt;red"),
+        "artifact escaped and cleaned"
+    );
+    assert!(!page.contains('\u{1b}'));
+    // Every place that received it shows it as text.
+    let shown = page
+        .matches("&lt;script&gt;alert(1)&lt;/script&gt;")
+        .count();
+    assert!(shown >= 20, "only {shown} escaped occurrences");
+}
+
+#[test]
+fn page_is_self_contained() {
+    for page in [to_html(&sample_report()), to_html(&hostile_report())] {
+        let lower = page.to_lowercase();
+        for needle in [
+            "http://", "https://", "src=", "url(", "@import", "<link", "<script", "<iframe",
+            "<object", "<embed",
+        ] {
+            assert!(!lower.contains(needle), "page contains {needle}");
+        }
+        // Links only point inside the page.
+        for (i, _) in lower.match_indices("href=\"") {
+            assert!(lower[i + 6..].starts_with('#'), "external href at {i}");
+        }
+    }
+}
+
+#[test]
+fn non_passing_scenarios_start_open() {
+    let page = to_html(&sample_report());
+    let opening = |verdict: &str| {
+        page.lines()
+            .filter(|l| l.starts_with(&format!("<details class=\"scenario b-{verdict}\"")))
+            .map(|l| l.ends_with(" open>"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(opening("fail"), [true]);
+    assert_eq!(opening("error"), [true]);
+    assert_eq!(opening("non-strict"), [true]);
+    assert_eq!(opening("pass"), [false; 4]);
+    assert_eq!(opening("skipped"), [false]);
+    assert_eq!(opening("not-supported"), [false]);
+}
+
+#[test]
+fn badges_link_to_profiles_that_have_sections() {
+    let page = to_html(&sample_report());
+    assert!(
+        page.contains(
+            "<a href=\"#profile-core\" class=\"badge o-failure\">core <b>failure</b></a>"
+        )
+    );
+    assert!(page.contains("<section id=\"profile-core\">"));
+    // l7 has no scenario: a plain badge, no section, no dangling link.
+    assert!(page.contains("<span class=\"badge o-not-run\">l7 <b>not-run</b></span>"));
+    assert!(!page.contains("#profile-l7"));
+}
