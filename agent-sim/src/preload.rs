@@ -123,4 +123,30 @@ mod tests {
                 .starts_with("x.json: invalid JSON")
         );
     }
+
+    #[tokio::test]
+    async fn the_readme_example_loads() {
+        let (_, c) = AgentSim::builder()
+            .acls("root", crate::acl::DefaultPolicy::Deny)
+            .build()
+            .unwrap();
+        apply(
+            &c,
+            "examples/preload.hcl",
+            include_str!("../../examples/preload.hcl"),
+        )
+        .unwrap();
+        let n = c.store.read(|st| {
+            (
+                st.services.len(),
+                st.config.max_index() > 0,
+                st.tokens.get("sidecar").is_some(),
+            )
+        });
+        assert_eq!(
+            n,
+            (3, true, true),
+            "db, its sidecar, cache-1; config; token"
+        );
+    }
 }
