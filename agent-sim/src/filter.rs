@@ -4,11 +4,19 @@
 //!
 //! ```
 //! use agent_sim::filter::{Filter, AGENT_SERVICE_FIELDS};
-//! let f = Filter::parse_for(r#"Kind == "connect-proxy" and Tags contains v2"#, AGENT_SERVICE_FIELDS)?;
-//! let svc = serde_json::json!({"Kind": "connect-proxy", "ID": "web-sidecar-proxy", "Tags": ["v2"]});
+//! let expr = r#"Kind == "connect-proxy" and Tags contains v2"#;
+//! let f = Filter::parse_for(expr, AGENT_SERVICE_FIELDS)?;
+//! let svc = serde_json::json!({"Kind": "connect-proxy", "ID": "db-proxy", "Tags": ["v2"]});
 //! assert!(f.matches(&svc)?);
 //! # Ok::<(), agent_sim::filter::FilterError>(())
 //! ```
+//!
+//! Matching follows go-bexpr: a list met before the selector ends is an implicit *any*, for
+//! every operator (`Checks.Status != passing` holds when some check is not passing); a key
+//! missing from a map (`Meta`, `TaggedAddresses`, ...) makes `==`, `contains` and `is not empty`
+//! false and every other operator true, `matches` included; `contains`/`in` tests substrings of
+//! strings, elements of lists and keys of maps; numbers and booleans compare after coercing the
+//! value as Go's `strconv` does. Every error is Consul's 500 body ([`FilterError`]).
 //!
 //! Where this differs from Consul, on purpose or by necessity:
 //! - Consul validates every selector, operator and value against the Go type before looking at
@@ -19,8 +27,9 @@
 //!   only when there is data to evaluate.
 //! - Consul cannot select into `Proxy.Config` (an `interface{}` map); this evaluator can.
 //! - A field the renderer omitted (`omitempty`) is taken as its zero value without knowing its
-//!   type: it equals `""`, `0` and `false` alike. Consul compares it with the field's real type
-//!   (and for a nil pointer such as a typical service's `Proxy` in `/v1/agent/services`, fails).
+//!   type: it equals `""`, `0` and `false` alike and is empty. Consul uses the field's real type
+//!   (so `is empty` on an omitted string is an error there, and a nil pointer such as a typical
+//!   service's `Proxy` in `/v1/agent/services` fails evaluation).
 //! - Regular expressions use Rust's `regex` (RE2 syntax like Go's `regexp`; `\d`, `\w`, `\s`
 //!   and `\b` are Unicode-aware here and ASCII in Go).
 //! - Parentheses nest at most 48 deep (200 nested grammar rules) and parsing gives up after a

@@ -15,8 +15,10 @@
 //! Index      <- "[" _? String _? "]" / "[" _? !String &{Invalid index}
 //!             / "[" _? String _? !"]" &{Unclosed index expression}
 //! Value      <- Selector / Number / String
-//! Number     <- "-"? ("0" / [1-9][0-9]*) ("." [0-9]+)? (&(_ / EOF / ")") / &{Invalid number literal})
-//! String     <- "`" (!"`" .)* "`" / '"' (!'"' .)* '"' / unterminated &{Unterminated string literal}
+//! Number     <- "-"? ("0" / [1-9][0-9]*) ("." [0-9]+)?
+//!               (&(_ / EOF / ")") / !(...) &{Invalid number literal})
+//! String     <- "`" (!"`" .)* "`" / '"' (!'"' .)* '"'
+//!             / ("`" (!"`" .)* / '"' (!'"' .)*) EOF &{Unterminated string literal}
 //! ```
 
 use super::ast::{Expr, Match, Op};

@@ -205,12 +205,12 @@ impl<'a> Peg<'a> {
     /// One character of a class; `want` is the class as the grammar spells it.
     pub(super) fn class(&mut self, want: &'static str, pred: fn(char) -> bool) -> Option<()> {
         let start = self.pos;
-        let ok = self.src[start..].chars().next().is_some_and(pred);
-        if let Some(c) = self.src[start..].chars().next().filter(|_| ok) {
+        let c = self.src[start..].chars().next().filter(|&c| pred(c));
+        if let Some(c) = c {
             self.pos += c.len_utf8();
         }
-        self.fail_at(ok, start, want);
-        ok.then_some(())
+        self.fail_at(c.is_some(), start, want);
+        c.map(|_| ())
     }
 
     /// Any one character (`.`).
