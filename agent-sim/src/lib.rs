@@ -18,6 +18,7 @@ pub mod config_entry;
 pub mod decode;
 pub mod duration;
 pub mod faults;
+pub mod filter;
 pub mod http;
 pub mod intention;
 pub mod preload;

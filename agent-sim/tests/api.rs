@@ -1,5 +1,5 @@
 //! Integration tests of the simulated agent's HTTP API: wire shapes (snapshots), blocking
-//! queries, faults, ACLs, rotation and bad input.
+//! queries, faults, ACLs, rotation, bad input and `?filter=`.
 
 mod api {
     pub(crate) mod support;
@@ -9,5 +9,6 @@ mod api {
     mod blocking;
     mod endpoints;
     mod faults;
+    mod filter;
     mod rotation;
 }

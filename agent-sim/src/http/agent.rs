@@ -1,6 +1,6 @@
 //! Agent endpoints over the local agent's state: one service (hash blocking, `ContentHash`,
-//! central config merged), all services, register/deregister, TTL check updates, and
-//! `/v1/agent/self`.
+//! central config merged), all services (`?filter`), register/deregister, TTL check updates,
+//! and `/v1/agent/self`.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -19,6 +19,7 @@ use crate::acl::{Level, Resource};
 use crate::blocking::wait_for;
 use crate::control::Control;
 use crate::duration::GoDuration;
+use crate::filter::{AGENT_SERVICE_FIELDS, Filter};
 use crate::service::{self, NodeService};
 use crate::store::{CheckUpdate, State as StoreState};
 
@@ -122,12 +123,12 @@ async fn service(
 }
 
 async fn services(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
-    if ctx.query.non_empty("filter").is_some() {
-        return Err(ApiError::from_text(
-            "agent-sim does not evaluate ?filter expressions",
-        ));
-    }
     let authz = c.authz(&ctx)?;
+    let filter = ctx
+        .query
+        .non_empty("filter")
+        .map(|f| Filter::parse_for(f, AGENT_SERVICE_FIELDS))
+        .transpose()?;
     let node = c.store.cfg.node_name.clone();
     let dc = c.store.cfg.datacenter.clone();
     let body = c.store.read(|st| {
@@ -139,6 +140,10 @@ async fn services(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiErr
             .collect();
         service::agent_services_json(&visible, &dc)
     });
+    let body = match &filter {
+        Some(f) => f.apply(body)?,
+        None => body,
+    };
     Ok(meta::json(&body, ctx.pretty))
 }
 

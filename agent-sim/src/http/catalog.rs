@@ -1,5 +1,5 @@
-//! Catalog endpoints: one service's instances (blocking), the service list, and catalog
-//! register/deregister (used to put instances on other nodes).
+//! Catalog endpoints: one service's instances (blocking, `?filter`), the service list, and
+//! catalog register/deregister (used to put instances on other nodes).
 
 use std::collections::BTreeMap;
 
@@ -17,6 +17,7 @@ use super::query::QueryOpts;
 use super::serve::{ReadSpec, server_read};
 use crate::acl::{Level, Resource};
 use crate::control::Control;
+use crate::filter::{CATALOG_SERVICE_FIELDS, Filter};
 use crate::service;
 
 pub(crate) fn routes() -> Router<Control> {
@@ -45,16 +46,16 @@ async fn service_nodes(
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
     let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
-    if opts.filter.is_some() {
-        return Err(ApiError::from_text(
-            "agent-sim does not evaluate ?filter expressions",
-        ));
-    }
     let tags = ctx.query.all("tag");
     let authz = c.authz(&ctx)?;
+    let filter = opts
+        .filter
+        .as_deref()
+        .map(|f| Filter::parse_for(f, CATALOG_SERVICE_FIELDS))
+        .transpose()?;
     let cache_key = opts
         .cached
-        .then(|| format!("catalog-service:{name}:{tags:?}"));
+        .then(|| format!("catalog-service:{name}:{tags:?}:{:?}", opts.filter));
     let spec = ReadSpec {
         cache_key,
         suppress_unchanged: false,
@@ -71,7 +72,11 @@ async fn service_nodes(
             })
             .map(|(node, svc, _)| service::catalog_service_json(node, svc))
             .collect();
-        Ok((index, Value::Array(items)))
+        let body = match &filter {
+            Some(f) => f.apply(Value::Array(items))?,
+            None => Value::Array(items),
+        };
+        Ok((index, body))
     })
     .await?;
     Ok(meta::json_with(&a.body, ctx.pretty, Some(a.meta), a.cache))

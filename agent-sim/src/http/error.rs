@@ -95,6 +95,7 @@ macro_rules! from_domain_error {
 }
 
 from_domain_error! {
+    crate::filter::FilterError => |_| 500,
     crate::service::RegisterError => crate::service::RegisterError::status,
     crate::chain::ChainError => crate::chain::ChainError::status,
     crate::ca::CaError => crate::ca::CaError::http_status,

@@ -1,6 +1,6 @@
 //! `GET /v1/health/connect/:service` and `GET /v1/health/service/:service`: instances with
-//! their node and checks, `?passing`, tag and node-meta filters, blocking on the service's
-//! index, the streaming-backend headers Consul sends for `?cached`/`?index` reads.
+//! their node and checks, `?passing`, tag, node-meta and `?filter` filters, blocking on the
+//! service's index, the streaming-backend headers Consul sends for `?cached`/`?index` reads.
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -15,6 +15,7 @@ use super::query::QueryOpts;
 use super::serve::{ReadSpec, server_read};
 use crate::acl::{Level, Resource};
 use crate::control::Control;
+use crate::filter::{Filter, HEALTH_ENTRY_FIELDS};
 use crate::service;
 
 pub(crate) fn routes() -> Router<Control> {
@@ -58,11 +59,6 @@ async fn serve(c: Control, ctx: Ctx, service: String, connect: bool) -> Result<R
         .query
         .flag("passing")
         .ok_or_else(|| ApiError::bad_request("Invalid value for ?passing"))?;
-    if opts.filter.is_some() {
-        return Err(ApiError::from_text(
-            "agent-sim does not evaluate ?filter expressions",
-        ));
-    }
     let tags = ctx.query.all("tag");
     let node_meta: Vec<(String, String)> = ctx
         .query
@@ -77,14 +73,22 @@ async fn serve(c: Control, ctx: Ctx, service: String, connect: bool) -> Result<R
         .collect();
     let merge = ctx.query.has("merge-central-config");
     let authz = c.authz(&ctx)?;
+    let filter = opts
+        .filter
+        .as_deref()
+        .map(|f| Filter::parse_for(f, HEALTH_ENTRY_FIELDS))
+        .transpose()?;
     if !authz.allows(Resource::Service, &service, Level::Read) {
         return Err(ApiError::from_text("Permission denied"));
     }
     let dc = c.store.cfg.datacenter.clone();
     let streaming = (opts.cached || opts.min_index > 0) && !ctx.query.has("near") && !merge;
-    let cache_key = opts
-        .cached
-        .then(|| format!("health:{connect}:{service}:{passing}:{tags:?}:{node_meta:?}"));
+    let cache_key = opts.cached.then(|| {
+        format!(
+            "health:{connect}:{service}:{passing}:{tags:?}:{node_meta:?}:{:?}",
+            opts.filter
+        )
+    });
     let spec = ReadSpec {
         cache_key,
         suppress_unchanged: merge,
@@ -115,7 +119,11 @@ async fn serve(c: Control, ctx: Ctx, service: String, connect: bool) -> Result<R
             })
             .collect();
         let _ = &dc;
-        Ok((index, Value::Array(items)))
+        let body = match &filter {
+            Some(f) => f.apply(Value::Array(items))?,
+            None => Value::Array(items),
+        };
+        Ok((index, body))
     })
     .await?;
     let m = a.meta.with_consistency(opts.stale, opts.consistent);
