@@ -276,43 +276,6 @@ fn validate_unused_keys(unused: &[String]) -> Result<(), String> {
     }
 }
 
-/// `hashicorp/go-multierror`'s default format.
-pub(crate) fn multierror(errs: &[String]) -> String {
-    if let [one] = errs {
-        return format!("1 error occurred:\n\t* {one}\n\n");
-    }
-    let points: Vec<String> = errs.iter().map(|e| format!("* {e}")).collect();
-    format!(
-        "{} errors occurred:\n\t{}\n\n",
-        errs.len(),
-        points.join("\n\t")
-    )
-}
+pub(crate) use crate::gotext::multierror;
 
-/// Go's `%q` for a string.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub(crate) use crate::gotext::go_quote;

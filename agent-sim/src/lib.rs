@@ -30,6 +30,7 @@ mod background;
 mod checks;
 mod control;
 mod error;
+mod gotext;
 mod server;
 mod sim;
 mod store;

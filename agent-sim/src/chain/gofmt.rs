@@ -2,40 +2,12 @@
 //! `time.ParseDuration` error texts, float32 weights as Go's encoder writes them, and lenient serde
 //! adapters for durations read from the config-entry read shape.
 
-use std::fmt::Write as _;
-
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::duration::GoDuration;
 
-/// Go's `strconv.Quote` (`%q`) for the strings that appear in Consul's error texts.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub(crate) use crate::gotext::go_quote;
 
 /// The error Go's `time.ParseDuration` returns for `input` (call only when parsing failed).
 pub(crate) fn go_duration_error(input: &str) -> String {

@@ -14,39 +14,9 @@ const META_MAX_PAIRS: usize = 64;
 const META_KEY_MAX_LEN: usize = 128;
 const META_VALUE_MAX_LEN: usize = 512;
 
-/// Formats errors like hashicorp/go-multierror's default `ListFormatFunc`.
-pub(crate) fn multierror(errors: &[String]) -> String {
-    if let [only] = errors {
-        return format!("1 error occurred:\n\t* {only}\n\n");
-    }
-    let points: Vec<String> = errors.iter().map(|e| format!("* {e}")).collect();
-    format!(
-        "{} errors occurred:\n\t{}\n\n",
-        errors.len(),
-        points.join("\n\t")
-    )
-}
+pub(crate) use crate::gotext::multierror;
 
-/// Go's `%q` for a string (close enough: quotes, backslashes and control characters escaped).
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub(crate) use crate::gotext::go_quote;
 
 /// Go's `net.ParseIP(s)` classified: `Some(true)` for IPv4 (including IPv4-mapped IPv6, which
 /// Go's `To4` accepts), `Some(false)` for IPv6, `None` when not an IP literal.
