@@ -22,8 +22,6 @@ mod tests;
 #[cfg(test)]
 mod validation_tests;
 
-use std::fmt::Write as _;
-
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
