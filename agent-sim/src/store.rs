@@ -24,6 +24,7 @@ use crate::acl::Tokens;
 use crate::ca::{Ca, CaConfig, Leaf};
 use crate::config::SimConfig;
 use crate::config_entry::ConfigEntries;
+use crate::http::meta::Body;
 use crate::intention::{self, Intention, MatchBy};
 use crate::service::{HealthCheck, Node, NodeService};
 
@@ -60,7 +61,7 @@ pub(crate) struct State {
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
     by_destination: Mutex<HashMap<String, Arc<Vec<Intention>>>>,
-    roots: Mutex<Option<Arc<serde_json::Value>>>,
+    roots: Mutex<Option<Arc<Body>>>,
 }
 
 impl Clone for Memo {
@@ -94,11 +95,11 @@ impl State {
     }
 
     /// The roots body (cached until the next write).
-    pub(crate) fn roots_body(&self) -> Arc<serde_json::Value> {
+    pub(crate) fn roots_body(&self) -> Arc<Body> {
         self.memo
             .roots
             .lock()
-            .get_or_insert_with(|| Arc::new(self.ca.roots_json()))
+            .get_or_insert_with(|| Arc::new(Body::new(self.ca.roots_json())))
             .clone()
     }
 }

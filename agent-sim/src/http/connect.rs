@@ -80,7 +80,7 @@ async fn server_roots(State(c): State<Control>, ctx: Ctx) -> Result<Response, Ap
     })
     .await?;
     if ctx.query.get("pem").is_some_and(|v| v == "true") {
-        let pems = a.body["Roots"].as_array().into_iter().flatten();
+        let pems = a.body.value()["Roots"].as_array().into_iter().flatten();
         let bundle: String = pems.filter_map(|r| r["RootCert"].as_str()).collect();
         let mut resp = bundle.into_response();
         meta::set(

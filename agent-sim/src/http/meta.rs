@@ -3,6 +3,9 @@
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
 use serde_json::Value;
 
 /// What `setMeta` writes for a server-backed read.
@@ -101,6 +104,58 @@ pub fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {
     }
 }
 
+/// A JSON answer that many responses may share (every watcher of the roots gets the same one):
+/// its compact serialization is made once.
+#[derive(Debug)]
+pub struct Body {
+    value: Value,
+    compact: OnceLock<Bytes>,
+}
+
+impl Body {
+    /// Wraps a value.
+    pub fn new(value: Value) -> Self {
+        Self {
+            value,
+            compact: OnceLock::new(),
+        }
+    }
+
+    /// The value.
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// The compact serialization, made on first use.
+    pub fn compact(&self) -> Bytes {
+        self.compact
+            .get_or_init(|| Bytes::from(serde_json::to_vec(&self.value).unwrap_or_default()))
+            .clone()
+    }
+}
+
+impl PartialEq for Body {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
+/// What a read returns: a fresh value, or a body shared with other answers.
+#[derive(Debug, Clone)]
+pub struct SharedBody(pub Arc<Body>);
+
+impl From<Value> for SharedBody {
+    fn from(v: Value) -> Self {
+        Self(Arc::new(Body::new(v)))
+    }
+}
+
+impl From<Arc<Body>> for SharedBody {
+    fn from(b: Arc<Body>) -> Self {
+        Self(b)
+    }
+}
+
 /// A 200 JSON body; indented with a trailing newline when `pretty`.
 pub fn json(value: &Value, pretty: bool) -> Response {
     let body = if pretty {
@@ -120,12 +175,21 @@ pub fn json(value: &Value, pretty: bool) -> Response {
 
 /// A 200 JSON body with query and cache metadata.
 pub fn json_with(
-    value: &Value,
+    body: &Body,
     pretty: bool,
     meta: Option<QueryMeta>,
     cache: Option<CacheMeta>,
 ) -> Response {
-    let mut resp = json(value, pretty);
+    let mut resp = if pretty {
+        json(body.value(), true)
+    } else {
+        let mut r = (StatusCode::OK, body.compact()).into_response();
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        r
+    };
     if let Some(m) = meta {
         m.apply(resp.headers_mut());
     }

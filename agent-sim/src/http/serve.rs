@@ -5,11 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::time::Instant;
 
 use super::error::ApiError;
-use super::meta::{CacheMeta, QueryMeta};
+use super::meta::{Body, CacheMeta, QueryMeta, SharedBody};
 use super::query::QueryOpts;
 use crate::blocking::wait_for;
 use crate::store::{State, Store, View};
@@ -34,7 +33,7 @@ pub(crate) struct ReadSpec {
 /// A read's answer.
 #[derive(Debug, Clone)]
 pub(crate) struct Answer {
-    pub(crate) body: Arc<Value>,
+    pub(crate) body: Arc<Body>,
     pub(crate) meta: QueryMeta,
     pub(crate) cache: Option<CacheMeta>,
 }
@@ -48,9 +47,9 @@ pub(crate) async fn server_read<F, B>(
 ) -> Result<Answer, ApiError>
 where
     F: Fn(&State) -> Result<(u64, B), ApiError>,
-    B: Into<Arc<Value>>,
+    B: Into<SharedBody>,
 {
-    let eval = |st: &State| eval(st).map(|(index, body)| (index, body.into()));
+    let eval = |st: &State| eval(st).map(|(index, body)| (index, body.into().0));
     let cached = spec.cache_key.is_some();
     let key = spec.cache_key.clone().unwrap_or_default();
     let view = store
@@ -91,7 +90,7 @@ where
     let mut changes = store.subscribe();
     let abandon = store.subscribe_abandon();
     let abandon_at_start = *abandon.borrow();
-    let mut first_body: Option<Arc<Value>> = None;
+    let mut first_body: Option<Arc<Body>> = None;
     let result = wait_for(&mut changes, deadline, |force| {
         let abandoned = *abandon.borrow() != abandon_at_start;
         if abandoned && store.servers_down() {
