@@ -160,3 +160,6 @@ async fn shutdown_signal() {
         _ = term => {}
     }
 }
+
+#[cfg(test)]
+mod tests;

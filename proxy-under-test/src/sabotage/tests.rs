@@ -4,6 +4,7 @@
 mod agent;
 mod authz;
 mod dataplane;
+mod outbound;
 
 use super::*;
 use crate::cli::parse_args;
