@@ -147,9 +147,15 @@ async fn run(
     metrics: Arc<Metrics>,
     out: watch::Sender<Option<Arc<Snapshot>>>,
 ) {
+    #[cfg(feature = "sabotage")]
+    let timing = client.sabotage.timing(timing);
     let (tx, mut rx) = mpsc::channel::<Update>(64);
     let proxy_id = initial.id.clone();
-    let mut state = State::default();
+    let mut state = State {
+        #[cfg(feature = "sabotage")]
+        sabotage: crate::sabotage::Hooks::from_client(&client),
+        ..State::default()
+    };
     apply(&mut state, Update::Service(Box::new(initial)), &metrics);
     let (c, t, m) = (client.clone(), timing, metrics.clone());
     let mut w = Watches {
@@ -247,7 +253,10 @@ fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
                 .map(|p| p.destination_service_name.clone())
                 .unwrap_or_default();
             tracing::info!(count = list.len(), destination = %dest, "intentions loaded");
-            state.intentions = Some(Arc::new(IntentionSet::new(&dest, list)));
+            let set = IntentionSet::new(&dest, list);
+            #[cfg(feature = "sabotage")]
+            let set = set.with_sabotage(state.sabotage.set());
+            state.intentions = Some(Arc::new(set));
         }
         Update::Policy(p) => {
             if state.policy != Some(p) {

@@ -4,6 +4,8 @@
 
 mod l7;
 mod model;
+#[cfg(feature = "sabotage")]
+mod sabotage;
 #[cfg(test)]
 mod tests;
 
@@ -87,6 +89,8 @@ pub struct Decision {
 pub struct IntentionSet {
     destination: String,
     rules: Vec<Rule>,
+    #[cfg(feature = "sabotage")]
+    sabotage: crate::sabotage::Sabotages,
 }
 
 #[derive(Debug, Clone)]
@@ -173,6 +177,8 @@ impl IntentionSet {
         Self {
             destination: destination.to_owned(),
             rules,
+            #[cfg(feature = "sabotage")]
+            sabotage: Default::default(),
         }
     }
 
@@ -193,6 +199,10 @@ impl IntentionSet {
 
     /// The governing (highest-precedence matching) intention for `source`.
     fn governing(&self, source: &ServiceId) -> Option<&Rule> {
+        #[cfg(feature = "sabotage")]
+        if let Some(instead) = self.sabotaged_governing(source) {
+            return instead;
+        }
         self.rules.iter().find(|r| self.rule_matches(r, source))
     }
 
@@ -213,6 +223,10 @@ impl IntentionSet {
     /// L4 decision for a connection from `source` (an L7 intention is a deny, as in Consul's
     /// authorize endpoint).
     pub fn authorize_l4(&self, source: &ServiceId, default: DefaultPolicy) -> Decision {
+        #[cfg(feature = "sabotage")]
+        if let Some(d) = self.sabotaged_decision(source) {
+            return d;
+        }
         match self.governing(source) {
             Some(rule) if rule.is_l7() => Decision {
                 allowed: false,
@@ -247,6 +261,10 @@ impl IntentionSet {
         request: &RequestInfo<'_>,
         default: DefaultPolicy,
     ) -> Decision {
+        #[cfg(feature = "sabotage")]
+        if let Some(d) = self.sabotaged_decision(source) {
+            return d;
+        }
         let Some(rule) = self.governing(source) else {
             return Decision {
                 allowed: default.allow,

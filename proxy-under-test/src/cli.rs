@@ -9,6 +9,10 @@ use clap::Parser;
 
 use crate::agent::types::AgentService;
 
+mod entry;
+
+pub use self::entry::{Invocation, RunError, cli_main, parse_args, run};
+
 /// Long flags accepted with a single dash (`-proxy-id web`, `-proxy-id=web`) as well as two.
 pub const LONG_FLAGS: [&str; 7] = [
     "proxy-id",

@@ -94,7 +94,18 @@ impl Drop for ConnGuard {
 impl Shared {
     /// The newest snapshot (always present once listeners run).
     pub(crate) fn current(&self) -> Option<Arc<Snapshot>> {
+        #[cfg(feature = "sabotage")]
+        if let Some(snap) = self.snapshots.borrow().as_ref() {
+            return crate::sabotage::Hooks::view(snap);
+        }
         self.snapshots.borrow().clone()
+    }
+
+    /// Whether the newest snapshot carries sabotage `s`.
+    #[cfg(feature = "sabotage")]
+    pub(crate) fn sabotaged(&self, s: crate::sabotage::Sabotage) -> bool {
+        let snap = self.snapshots.borrow();
+        snap.as_ref().is_some_and(|snap| snap.sabotage.has(s))
     }
 
     pub(crate) fn track(&self) -> ConnGuard {
@@ -115,6 +126,8 @@ impl Shared {
             return Ok(tls.clone());
         }
         let tls = tls::inbound(&snap.leaf, &snap.roots)?;
+        #[cfg(feature = "sabotage")]
+        let tls = snap.sabotage.inbound_tls(tls, snap)?;
         *cache = Some((snap.clone(), tls.clone()));
         Ok(tls)
     }

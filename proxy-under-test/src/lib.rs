@@ -17,12 +17,15 @@ pub mod dataplane;
 pub mod knobs;
 pub mod metrics;
 pub mod proxy;
+#[cfg(feature = "sabotage")]
+pub mod sabotage;
 pub mod snapshot;
 pub mod spiffe;
 pub mod tls;
 
 pub use agent::{AgentClient, AgentError, ControlPlane, Timing};
 pub use authz::{Decision, DefaultPolicy, Intention, IntentionSet};
+pub use cli::cli_main;
 pub use dataplane::{DataPlane, DataPlaneError, RunningDataPlane, SnapshotRx};
 pub use knobs::{Knobs, Protocol};
 pub use metrics::Metrics;

@@ -35,6 +35,9 @@ pub struct Snapshot {
     pub knobs: Knobs,
     /// Upstream listeners and their resolved endpoints.
     pub upstreams: Vec<Upstream>,
+    /// Test-only broken behaviours the data plane applies.
+    #[cfg(feature = "sabotage")]
+    pub sabotage: crate::sabotage::Hooks,
 }
 
 /// One upstream: a local listener and the targets behind it, in failover order.

@@ -242,6 +242,8 @@ pub(crate) fn snapshot(
         default_policy,
         knobs,
         upstreams,
+        #[cfg(feature = "sabotage")]
+        sabotage: Default::default(),
     }
 }
 

@@ -66,6 +66,8 @@ pub(crate) struct State {
     pub(crate) policy: Option<DefaultPolicy>,
     pub(crate) chains: BTreeMap<ChainKey, CompiledChain>,
     pub(crate) health: BTreeMap<HealthKey, Vec<HealthEntry>>,
+    #[cfg(feature = "sabotage")]
+    pub(crate) sabotage: crate::sabotage::Hooks,
 }
 
 /// Parses a Go duration string such as `5s`, `1m30s`, `250ms`, `1.5s`.
@@ -288,6 +290,8 @@ impl State {
             default_policy,
             knobs,
             upstreams,
+            #[cfg(feature = "sabotage")]
+            sabotage: self.sabotage.clone(),
         })
     }
 }

@@ -26,6 +26,8 @@ pub struct AgentClient {
     http: reqwest::Client,
     base: String,
     token: Option<String>,
+    #[cfg(feature = "sabotage")]
+    pub(crate) sabotage: crate::sabotage::ClientHooks,
 }
 
 /// Normalizes `CONSUL_HTTP_ADDR` forms: `host:port`, `http://host:port[/prefix]`. HTTPS and unix
@@ -78,6 +80,8 @@ impl AgentClient {
             http,
             base: normalize_addr(addr)?,
             token: token.filter(|t| !t.is_empty()),
+            #[cfg(feature = "sabotage")]
+            sabotage: Default::default(),
         })
     }
 
@@ -86,7 +90,7 @@ impl AgentClient {
         &self.base
     }
 
-    async fn send(
+    pub(crate) async fn send(
         &self,
         method: Method,
         path: &str,
@@ -94,18 +98,26 @@ impl AgentClient {
         body: Option<&serde_json::Value>,
         timeout: Duration,
     ) -> Result<reqwest::Response, AgentError> {
+        let token = self.token.as_deref();
+        #[cfg(feature = "sabotage")]
+        let (query, token) = self.sabotage.before_send(path, query, token).await;
+        #[cfg(feature = "sabotage")]
+        let query = query.as_slice();
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.base))
             .query(query)
             .timeout(timeout);
-        if let Some(t) = &self.token {
+        if let Some(t) = token {
             req = req.header("X-Consul-Token", t);
         }
         if let Some(b) = body {
             req = req.json(b);
         }
-        let resp = req.send().await.map_err(|e| {
+        let sent = req.send().await;
+        #[cfg(feature = "sabotage")]
+        self.sabotage.record(&sent);
+        let resp = sent.map_err(|e| {
             if e.is_timeout() {
                 AgentError::Timeout
             } else {
@@ -123,7 +135,9 @@ impl AgentClient {
         Ok(resp)
     }
 
-    async fn decode<T: DeserializeOwned>(resp: reqwest::Response) -> Result<T, AgentError> {
+    pub(crate) async fn decode<T: DeserializeOwned>(
+        resp: reqwest::Response,
+    ) -> Result<T, AgentError> {
         let bytes = resp
             .bytes()
             .await
@@ -140,6 +154,8 @@ impl AgentClient {
         index: u64,
         wait: Duration,
     ) -> Result<Blocking<T>, AgentError> {
+        #[cfg(feature = "sabotage")]
+        let index = self.sabotage.stalled_index(path, &query, index);
         if index > 0 {
             query.push(("index", index.to_string()));
             query.push(("wait", format!("{}ms", wait.as_millis())));

@@ -37,6 +37,9 @@ pub struct Intention {
     /// Precedence as the server computed it (informational; recomputed locally).
     #[serde(default)]
     pub precedence: i64,
+    /// `ModifyIndex` of the enclosing `service-intentions` entry (informational).
+    #[serde(default)]
+    pub modify_index: u64,
 }
 
 /// One L7 permission.

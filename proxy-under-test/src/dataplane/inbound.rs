@@ -62,6 +62,10 @@ pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 
 /// Checks the peer's certificate against the snapshot's identity rules.
 pub(crate) fn identify(chain: &[CertificateDer<'_>], snap: &Snapshot) -> Result<ServiceId, String> {
+    #[cfg(feature = "sabotage")]
+    if let Some(broken) = snap.sabotage.identify(chain, snap) {
+        return broken;
+    }
     let leaf = chain.first().ok_or("no client certificate")?;
     let id = service_id_of_cert(leaf, snap.knobs.verify_spiffe_uri).map_err(|e| e.to_string())?;
     if snap.knobs.verify_trust_domain
@@ -106,6 +110,11 @@ pub(crate) async fn supervise<F: Future>(
     l4: bool,
     fut: F,
 ) -> End {
+    #[cfg(feature = "sabotage")]
+    if shared.sabotaged(crate::sabotage::Sabotage::NeverRecheckOpen) {
+        let done = crate::sabotage::unsupervised(fut, &shared.kill).await;
+        return if done { End::Done } else { End::Killed };
+    }
     tokio::pin!(fut);
     let mut snaps = shared.snapshots.clone();
     snaps.mark_unchanged();
@@ -209,6 +218,11 @@ async fn handle(tcp: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
     match snap.knobs.protocol {
         Protocol::Tcp => {
             let d = snap.intentions.authorize_l4(&peer.id, snap.default_policy);
+            #[cfg(feature = "sabotage")]
+            let d = snap
+                .sabotage
+                .authorize_l4(&snap, &peer.chain, &peer.id, d)
+                .await;
             shared.metrics.decision(d.allowed);
             if !d.allowed {
                 shared.metrics.refused(RefuseReason::Denied);

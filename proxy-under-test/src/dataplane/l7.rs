@@ -45,6 +45,8 @@ struct Forwarder {
     shared: Arc<Shared>,
     peer: Peer,
     app: Mutex<Option<SendRequest<Incoming>>>,
+    #[cfg(feature = "sabotage")]
+    first_decision: std::sync::OnceLock<crate::authz::Decision>,
 }
 
 impl Forwarder {
@@ -61,6 +63,8 @@ impl Forwarder {
             snap.intentions
                 .authorize_l7(&self.peer.id, &info, snap.default_policy)
         };
+        #[cfg(feature = "sabotage")]
+        let decision = snap.sabotage.per_connection(&self.first_decision, decision);
         self.shared.metrics.decision(decision.allowed);
         if !decision.allowed {
             tracing::info!(
@@ -129,6 +133,8 @@ pub(crate) async fn serve(
         shared: shared.clone(),
         peer: peer.clone(),
         app: Mutex::new(None),
+        #[cfg(feature = "sabotage")]
+        first_decision: std::sync::OnceLock::new(),
     });
     let svc = service_fn(move |req| {
         let fwd = fwd.clone();

@@ -187,6 +187,8 @@ async fn dial(
         service: target.service.clone(),
     };
     let config = tls::outbound(&snap.leaf, &snap.roots, expected).map_err(|e| e.to_string())?;
+    #[cfg(feature = "sabotage")]
+    let config = snap.sabotage.outbound_tls(config, &snap.roots);
     let tcp = TcpStream::connect((ep.host.as_str(), ep.port))
         .await
         .map_err(|e| format!("connect {}:{}: {e}", ep.host, ep.port))?;

@@ -1,0 +1,165 @@
+//! The command-line entry point, shared by the `proxy-under-test` binary and the conformance
+//! harness (which bundles the reference proxy): parse the flags, read the environment (here and
+//! nowhere else), set up logging, resolve `-sidecar-for`, run until SIGTERM or Ctrl-C.
+
+use std::ffi::OsString;
+use std::future::Future;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches};
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use super::{Cli, CliError, Env, Target, normalize_args, pick_sidecar};
+use crate::agent::{AgentClient, AgentError};
+use crate::proxy::{Proxy, ProxyError};
+
+/// A parsed command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    /// The flags.
+    pub cli: Cli,
+    /// `--sabotage NAME` values (test-only feature `sabotage`).
+    #[cfg(feature = "sabotage")]
+    pub sabotage: crate::sabotage::Sabotages,
+}
+
+/// Why a parsed invocation stopped with an error (exit status 1).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Flags, environment, token file or sidecar lookup.
+    #[error(transparent)]
+    Cli(#[from] CliError),
+    /// The agent address is unusable.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// The proxy could not start.
+    #[error(transparent)]
+    Proxy(#[from] ProxyError),
+}
+
+/// Parses `args` (program name first, like `std::env::args`), accepting Go-style single-dash
+/// long flags (see [`normalize_args`]).
+pub fn parse_args<I, T>(args: I) -> Result<Invocation, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString>,
+{
+    let command = Cli::command();
+    #[cfg(feature = "sabotage")]
+    let command = command.arg(crate::sabotage::cli_arg());
+    let matches = command.try_get_matches_from(normalize_args(args.into_iter().map(Into::into)))?;
+    Ok(Invocation {
+        cli: Cli::from_arg_matches(&matches)?,
+        #[cfg(feature = "sabotage")]
+        sabotage: crate::sabotage::from_matches(&matches),
+    })
+}
+
+/// Runs the proxy like the `proxy-under-test` binary does with `args` (program name first):
+/// flags and environment, logs on stderr, until SIGTERM or Ctrl-C. Usage errors and failures
+/// print a message and return status 1; `--help` and `--version` return 0. Call it on a
+/// multi-threaded Tokio runtime.
+pub async fn cli_main(args: Vec<String>) -> ExitCode {
+    let invocation = match parse_args(args) {
+        Ok(i) => i,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    init_logs(&invocation.cli.log_level, invocation.cli.log_json);
+    let env = Env::from_lookup(|k| std::env::var(k).ok());
+    match run(invocation, &env, shutdown_signal()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", error_chain(&e));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Runs a parsed invocation against `env` until `shutdown` resolves.
+pub async fn run(
+    invocation: Invocation,
+    env: &Env,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RunError> {
+    #[cfg(feature = "sabotage")]
+    let invocation = crate::sabotage::adjust_invocation(invocation);
+    let settings = invocation.cli.settings(env)?;
+    let client = AgentClient::new(&settings.http_addr, settings.token.clone())?;
+    #[cfg(feature = "sabotage")]
+    let client = client.with_sabotage(invocation.sabotage);
+    let proxy_id = match settings.target {
+        Target::ProxyId(id) => id,
+        Target::SidecarFor(s) => {
+            let services = client.services().await.map_err(|e| CliError::Lookup {
+                sidecar_for: s.clone(),
+                error: e.to_string(),
+            })?;
+            pick_sidecar(&services, &s)?
+        }
+    };
+    Proxy::new(client, proxy_id).run(shutdown).await?;
+    Ok(())
+}
+
+/// `error`, then each of its sources, separated by `: `.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// Logs on stderr at `level` (`RUST_LOG` overrides); keeps an already installed subscriber.
+fn init_logs(level: &str, json: bool) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let reg = tracing_subscriber::registry().with(filter);
+    let _ = if json {
+        reg.with(
+            tracing_subscriber::fmt::layer()
+                .json()
+                .with_writer(std::io::stderr),
+        )
+        .try_init()
+    } else {
+        reg.with(
+            tracing_subscriber::fmt::layer()
+                .with_target(false)
+                .with_writer(std::io::stderr),
+        )
+        .try_init()
+    };
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests;

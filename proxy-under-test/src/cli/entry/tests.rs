@@ -1,0 +1,98 @@
+//! Entry-point tests: the parser matches the flags of [`Cli`], `--sabotage` exists only with the
+//! feature, and `run` reports errors with their causes.
+
+use std::time::Duration;
+
+use agent_sim::AgentSim;
+use clap::Parser;
+
+use super::*;
+
+fn argv(args: &[&str]) -> Vec<String> {
+    std::iter::once("proxy-under-test")
+        .chain(args.iter().copied())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn parse_args_reads_the_same_flags_as_the_cli() {
+    let args = [
+        "-proxy-id",
+        "db-sidecar-proxy",
+        "-http-addr=127.0.0.1:9",
+        "-log-json",
+    ];
+    let inv = parse_args(argv(&args)).unwrap();
+    let direct = Cli::try_parse_from(normalize_args(argv(&args).into_iter().map(Into::into)));
+    assert_eq!(inv.cli, direct.unwrap());
+    assert!(parse_args(argv(&["-bogus"])).is_err());
+    let help = parse_args(argv(&["--help"])).unwrap_err();
+    assert!(!help.use_stderr(), "help is not an error");
+}
+
+#[cfg(not(feature = "sabotage"))]
+#[test]
+fn the_default_build_has_no_sabotage_flag() {
+    let err = parse_args(argv(&["-proxy-id", "p", "--sabotage", "ignore-deny"])).unwrap_err();
+    assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument, "{err}");
+    let help = Cli::command().render_long_help().to_string();
+    assert!(!help.contains("sabotage"), "{help}");
+}
+
+#[cfg(feature = "sabotage")]
+#[test]
+fn the_sabotage_build_has_the_flag() {
+    let inv = parse_args(argv(&["-proxy-id", "p", "--sabotage", "ignore-deny"])).unwrap();
+    assert!(inv.sabotage.contains(crate::sabotage::Sabotage::IgnoreDeny));
+}
+
+#[test]
+fn errors_print_with_their_causes() {
+    let e = RunError::Proxy(ProxyError::MissingRegistration {
+        id: "x".into(),
+        source: AgentError::Status {
+            status: 404,
+            body: "unknown service ID: x".into(),
+        },
+    });
+    assert_eq!(
+        error_chain(&e),
+        "no service registered with ID \"x\" on the agent (Unexpected response code: 404 \
+         (unknown service ID: x)): Unexpected response code: 404 (unknown service ID: x)"
+    );
+}
+
+#[tokio::test]
+async fn run_fails_clearly_without_a_registration_or_a_token_file() {
+    let sim = AgentSim::builder().start().await.unwrap();
+    let env = Env {
+        http_addr: Some(sim.http_addr()),
+        ..Env::default()
+    };
+    let bounded = |inv| {
+        let fut = run(inv, &env, std::future::pending());
+        async {
+            tokio::time::timeout(Duration::from_secs(10), fut)
+                .await
+                .unwrap()
+        }
+    };
+    let err = bounded(parse_args(argv(&["-proxy-id", "nope"])).unwrap())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, RunError::Proxy(ProxyError::MissingRegistration { .. })),
+        "{err}"
+    );
+    let inv = parse_args(argv(&["-proxy-id", "p", "-token-file", "/nonexistent/t"])).unwrap();
+    let err = bounded(inv).await.unwrap_err();
+    assert!(
+        matches!(err, RunError::Cli(CliError::TokenFile { .. })),
+        "{err}"
+    );
+    let err = bounded(parse_args(argv(&["-sidecar-for", "db"])).unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "No sidecar proxy registered for db");
+}

@@ -1,0 +1,286 @@
+//! Test-only deliberately broken behaviours (cargo feature `sabotage`, off by default), so the
+//! conformance harness can prove every scenario fails against at least one broken proxy.
+//!
+//! A [`Sabotages`] set is chosen at run time (`--sabotage NAME`, repeatable) and injected:
+//! [`AgentClient::with_sabotage`](crate::AgentClient::with_sabotage) carries it into the control
+//! plane, which copies it into every [`Snapshot`](crate::Snapshot) (`sabotage` field, a
+//! [`Hooks`]) and into the [`IntentionSet`](crate::IntentionSet) it builds; the data plane reads
+//! it from the snapshot. The real code only holds one-line `#[cfg(feature = "sabotage")]` hooks
+//! calling in here. Without the feature none of this exists, in the library or the binary.
+
+mod agent;
+mod hooks;
+mod tls;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::str::FromStr;
+
+use clap::builder::PossibleValue;
+
+use crate::cli::Invocation;
+
+pub(crate) use self::agent::ClientHooks;
+pub use self::hooks::Hooks;
+pub(crate) use self::hooks::unsupervised;
+
+/// One deliberately broken behaviour. Names (see [`Sabotage::as_str`]) are fixed: the scenario
+/// catalogue refers to them verbatim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Sabotage {
+    /// `ignore-deny`: L4 deny intentions are treated as allow.
+    IgnoreDeny,
+    /// `authorize-by-cn`: the client's identity is its Subject CN (as a service name) instead of
+    /// its URI SAN, when a CN is present.
+    AuthorizeByCn,
+    /// `hardcoded-allow`: no matching intention means allow, whatever the default policy.
+    HardcodedAllow,
+    /// `first-match`: intentions evaluated lowest precedence first, first match wins.
+    FirstMatch,
+    /// `last-write-wins`: the matching intention with the highest `ModifyIndex` decides.
+    LastWriteWins,
+    /// `cache-intentions-forever`: intentions are fetched once and never refreshed.
+    CacheIntentionsForever,
+    /// `accept-any-trusted-cert`: any client certificate chaining to the roots is accepted; one
+    /// without a service SPIFFE ID is authorized as the service `unknown`.
+    AcceptAnyTrustedCert,
+    /// `skip-expiry-check`: expired and not-yet-valid client leaves are accepted.
+    SkipExpiryCheck,
+    /// `serve-self-signed`: the inbound listener serves a self-signed certificate for the
+    /// service instead of the leaf.
+    ServeSelfSigned,
+    /// `never-refresh-certs`: leaf and roots are fetched once and never refreshed.
+    NeverRefreshCerts,
+    /// `leaf-fetched-once`: the leaf is fetched once and never renewed (roots still refresh).
+    LeafFetchedOnce,
+    /// `never-recheck-open`: open connections are never re-authorized and have no maximum
+    /// lifetime.
+    NeverRecheckOpen,
+    /// `fail-closed-agent-down`: while the last agent request failed (no answer or a 5xx), the
+    /// data plane has no state: every new connection is refused.
+    FailClosedAgentDown,
+    /// `fail-open-agent-down`: while the agent is unreachable (no answer), every inbound
+    /// connection is allowed.
+    FailOpenAgentDown,
+    /// `authorize-via-agent`: each inbound L4 connection is authorized by a synchronous
+    /// `POST /v1/agent/connect/authorize`; an agent error refuses it.
+    AuthorizeViaAgent,
+    /// `drop-state-on-error`: `fail-closed-agent-down`, and no `?cached` on any request.
+    DropStateOnError,
+    /// `no-client-cert`: outbound connections present no client certificate.
+    NoClientCert,
+    /// `skip-upstream-identity`: the upstream's SPIFFE identity is not checked (its chain is).
+    SkipUpstreamIdentity,
+    /// `resolve-endpoints-once`: upstream endpoints are resolved once and never refreshed.
+    ResolveEndpointsOnce,
+    /// `tight-polling`: every watch polls without `index`/`hash` every 50 ms.
+    TightPolling,
+    /// `missing-token`: requests other than the first carry no token.
+    MissingToken,
+    /// `stall-after-index-reset`: when the agent's index goes backwards, keep sending the old
+    /// (higher) index.
+    StallAfterIndexReset,
+    /// `ignore-permissions`: an L7 intention with `Permissions` is treated as an L4 allow.
+    IgnorePermissions,
+    /// `authorize-per-connection`: the L7 decision of a connection's first request is reused
+    /// for the rest of it.
+    AuthorizePerConnection,
+    /// `ignore-config-changes`: the registration is read once; later changes (new upstreams)
+    /// are never seen.
+    IgnoreConfigChanges,
+    /// `ignore-discovery-chain`: upstreams resolve `health/connect/<upstream name>` directly,
+    /// ignoring redirects and failover.
+    IgnoreDiscoveryChain,
+    /// `ignore-token-file`: `-token-file` is ignored.
+    IgnoreTokenFile,
+}
+
+impl Sabotage {
+    /// Every behaviour, in declaration order.
+    pub const ALL: [Self; 27] = [
+        Self::IgnoreDeny,
+        Self::AuthorizeByCn,
+        Self::HardcodedAllow,
+        Self::FirstMatch,
+        Self::LastWriteWins,
+        Self::CacheIntentionsForever,
+        Self::AcceptAnyTrustedCert,
+        Self::SkipExpiryCheck,
+        Self::ServeSelfSigned,
+        Self::NeverRefreshCerts,
+        Self::LeafFetchedOnce,
+        Self::NeverRecheckOpen,
+        Self::FailClosedAgentDown,
+        Self::FailOpenAgentDown,
+        Self::AuthorizeViaAgent,
+        Self::DropStateOnError,
+        Self::NoClientCert,
+        Self::SkipUpstreamIdentity,
+        Self::ResolveEndpointsOnce,
+        Self::TightPolling,
+        Self::MissingToken,
+        Self::StallAfterIndexReset,
+        Self::IgnorePermissions,
+        Self::AuthorizePerConnection,
+        Self::IgnoreConfigChanges,
+        Self::IgnoreDiscoveryChain,
+        Self::IgnoreTokenFile,
+    ];
+
+    /// The kebab-case name used by `--sabotage` and the scenario catalogue.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::IgnoreDeny => "ignore-deny",
+            Self::AuthorizeByCn => "authorize-by-cn",
+            Self::HardcodedAllow => "hardcoded-allow",
+            Self::FirstMatch => "first-match",
+            Self::LastWriteWins => "last-write-wins",
+            Self::CacheIntentionsForever => "cache-intentions-forever",
+            Self::AcceptAnyTrustedCert => "accept-any-trusted-cert",
+            Self::SkipExpiryCheck => "skip-expiry-check",
+            Self::ServeSelfSigned => "serve-self-signed",
+            Self::NeverRefreshCerts => "never-refresh-certs",
+            Self::LeafFetchedOnce => "leaf-fetched-once",
+            Self::NeverRecheckOpen => "never-recheck-open",
+            Self::FailClosedAgentDown => "fail-closed-agent-down",
+            Self::FailOpenAgentDown => "fail-open-agent-down",
+            Self::AuthorizeViaAgent => "authorize-via-agent",
+            Self::DropStateOnError => "drop-state-on-error",
+            Self::NoClientCert => "no-client-cert",
+            Self::SkipUpstreamIdentity => "skip-upstream-identity",
+            Self::ResolveEndpointsOnce => "resolve-endpoints-once",
+            Self::TightPolling => "tight-polling",
+            Self::MissingToken => "missing-token",
+            Self::StallAfterIndexReset => "stall-after-index-reset",
+            Self::IgnorePermissions => "ignore-permissions",
+            Self::AuthorizePerConnection => "authorize-per-connection",
+            Self::IgnoreConfigChanges => "ignore-config-changes",
+            Self::IgnoreDiscoveryChain => "ignore-discovery-chain",
+            Self::IgnoreTokenFile => "ignore-token-file",
+        }
+    }
+
+    fn bit(self) -> u64 {
+        1 << (self as u8)
+    }
+}
+
+/// A name that is not one of [`Sabotage::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown sabotage {0:?}; known: {known}", known = known_names())]
+pub struct UnknownSabotage(pub String);
+
+fn known_names() -> String {
+    Sabotage::ALL.map(Sabotage::as_str).join(", ")
+}
+
+impl FromStr for Sabotage {
+    type Err = UnknownSabotage;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|x| x.as_str() == s)
+            .ok_or_else(|| UnknownSabotage(s.to_owned()))
+    }
+}
+
+impl fmt::Display for Sabotage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl clap::ValueEnum for Sabotage {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.as_str()))
+    }
+}
+
+/// A set of [`Sabotage`]s (empty = the reference behaviour).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Sabotages(u64);
+
+impl Sabotages {
+    /// No sabotage.
+    pub const NONE: Self = Self(0);
+
+    /// Whether `s` is in the set.
+    pub fn contains(self, s: Sabotage) -> bool {
+        self.0 & s.bit() != 0
+    }
+
+    /// The set with `s` added.
+    pub fn with(self, s: Sabotage) -> Self {
+        Self(self.0 | s.bit())
+    }
+
+    /// True for the reference behaviour.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The members, in [`Sabotage::ALL`] order.
+    pub fn iter(self) -> impl Iterator<Item = Sabotage> {
+        Sabotage::ALL.into_iter().filter(move |s| self.contains(*s))
+    }
+}
+
+impl From<Sabotage> for Sabotages {
+    fn from(s: Sabotage) -> Self {
+        Self::NONE.with(s)
+    }
+}
+
+impl FromIterator<Sabotage> for Sabotages {
+    fn from_iter<I: IntoIterator<Item = Sabotage>>(iter: I) -> Self {
+        iter.into_iter().fold(Self::NONE, Self::with)
+    }
+}
+
+impl fmt::Display for Sabotages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.iter().map(Sabotage::as_str).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+/// The `--sabotage NAME` argument (repeatable, or comma-separated), added to the CLI parser only
+/// when the feature is on.
+pub(crate) fn cli_arg() -> clap::Arg {
+    clap::Arg::new("sabotage")
+        .long("sabotage")
+        .value_name("NAME")
+        .action(clap::ArgAction::Append)
+        .value_delimiter(',')
+        .value_parser(clap::builder::EnumValueParser::<Sabotage>::new())
+        .help("Test only: run with a deliberately broken behaviour (repeatable)")
+}
+
+/// The set chosen on the command line.
+pub(crate) fn from_matches(matches: &clap::ArgMatches) -> Sabotages {
+    matches
+        .get_many::<Sabotage>("sabotage")
+        .into_iter()
+        .flatten()
+        .copied()
+        .collect()
+}
+
+/// Applies the CLI-level sabotage (`ignore-token-file`) and warns that the run is broken.
+pub(crate) fn adjust_invocation(mut invocation: Invocation) -> Invocation {
+    if !invocation.sabotage.is_empty() {
+        tracing::warn!(sabotage = %invocation.sabotage, "TEST ONLY: deliberately broken behaviours enabled");
+    }
+    if invocation.sabotage.contains(Sabotage::IgnoreTokenFile) {
+        invocation.cli.token_file = None;
+    }
+    invocation
+}

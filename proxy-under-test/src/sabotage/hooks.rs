@@ -1,0 +1,182 @@
+//! The sabotage context every [`Snapshot`] carries for the data plane, and what the data plane's
+//! hooks ask it: the snapshot to serve from (fail closed / fail open while the agent is down),
+//! the peer identity (CN, any trusted certificate), the connection's decision (via the agent, or
+//! the first L7 request's), open-connection supervision and the TLS configs.
+
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+
+use rustls::ClientConfig;
+use rustls_pki_types::CertificateDer;
+use tokio::sync::watch;
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+use super::{Sabotage, Sabotages, agent, tls};
+use crate::agent::AgentClient;
+use crate::authz::{Decision, DefaultPolicy, IntentionSet};
+use crate::dataplane::flag_set;
+use crate::snapshot::Snapshot;
+use crate::spiffe::{ServiceId, service_id_of_cert};
+use crate::tls::{InboundTls, TlsError, TrustRoots};
+
+/// The broken behaviours a snapshot's data plane applies, and the agent client some of them use.
+#[derive(Debug, Clone, Default)]
+pub struct Hooks {
+    set: Sabotages,
+    agent: Option<AgentClient>,
+}
+
+impl Hooks {
+    /// Hooks applying `set`, with no agent (`authorize-via-agent` then refuses every connection,
+    /// the agent-down variants never trigger).
+    pub fn new(set: Sabotages) -> Self {
+        Self { set, agent: None }
+    }
+
+    /// The control plane's hooks: the client's set, and the client itself.
+    pub(crate) fn from_client(client: &AgentClient) -> Self {
+        Self {
+            set: client.sabotage(),
+            agent: Some(client.clone()),
+        }
+    }
+
+    /// The sabotage set.
+    pub fn set(&self) -> Sabotages {
+        self.set
+    }
+
+    pub(crate) fn has(&self, s: Sabotage) -> bool {
+        self.set.contains(s)
+    }
+
+    /// The snapshot the data plane serves from: none while the agent is failing
+    /// (`fail-closed-agent-down`, `drop-state-on-error`), an allow-everything copy while it is
+    /// unreachable (`fail-open-agent-down`), else `snap` itself.
+    pub(crate) fn view(snap: &Arc<Snapshot>) -> Option<Arc<Snapshot>> {
+        let h = &snap.sabotage;
+        let agent = h.agent.as_ref().map(|a| &a.sabotage);
+        let closed = h.has(Sabotage::FailClosedAgentDown) || h.has(Sabotage::DropStateOnError);
+        if closed && agent.is_some_and(|a| a.failing()) {
+            return None;
+        }
+        if h.has(Sabotage::FailOpenAgentDown) && agent.is_some_and(|a| a.unreachable()) {
+            let mut open = (**snap).clone();
+            open.intentions = Arc::new(IntentionSet::new(&snap.service, Vec::new()));
+            open.default_policy = DefaultPolicy::ALLOW;
+            return Some(Arc::new(open));
+        }
+        Some(snap.clone())
+    }
+
+    /// The peer's identity under `authorize-by-cn` (a Subject CN names the service) or
+    /// `accept-any-trusted-cert` (no service SPIFFE ID: the service `unknown`); `None` = the
+    /// normal rules.
+    pub(crate) fn identify(
+        &self,
+        chain: &[CertificateDer<'_>],
+        snap: &Snapshot,
+    ) -> Option<Result<ServiceId, String>> {
+        let leaf = chain.first()?;
+        let as_service = |service: String| ServiceId {
+            trust_domain: snap.roots.trust_domain.clone(),
+            partition: "default".into(),
+            namespace: "default".into(),
+            datacenter: snap.datacenter.clone(),
+            service,
+        };
+        if self.has(Sabotage::AuthorizeByCn)
+            && let Some(cn) = common_name(leaf)
+        {
+            return Some(Ok(as_service(cn)));
+        }
+        if self.has(Sabotage::AcceptAnyTrustedCert)
+            && service_id_of_cert(leaf, snap.knobs.verify_spiffe_uri).is_err()
+        {
+            return Some(Ok(as_service("unknown".into())));
+        }
+        None
+    }
+
+    /// The L4 decision for a new connection: under `authorize-via-agent` the agent's answer to
+    /// `POST /v1/agent/connect/authorize` (an error refuses), else `local`.
+    pub(crate) async fn authorize_l4(
+        &self,
+        snap: &Snapshot,
+        chain: &[CertificateDer<'_>],
+        id: &ServiceId,
+        local: Decision,
+    ) -> Decision {
+        if !self.has(Sabotage::AuthorizeViaAgent) {
+            return local;
+        }
+        let refused = |reason: String| Decision {
+            allowed: false,
+            reason,
+        };
+        let Some(client) = &self.agent else {
+            return refused("authz call failed: no agent client".into());
+        };
+        let serial = chain.first().map(|c| serial_hex(c)).unwrap_or_default();
+        let uri = id.to_string();
+        let timeout = snap.knobs.handshake_timeout;
+        match agent::authorize(client, &snap.service, &uri, &serial, timeout).await {
+            Ok((allowed, reason)) => Decision { allowed, reason },
+            Err(e) => refused(format!("authz call failed: {e}")),
+        }
+    }
+
+    /// `authorize-per-connection`: the first request's decision (kept in `first`) for every
+    /// request of the connection.
+    pub(crate) fn per_connection(&self, first: &OnceLock<Decision>, d: Decision) -> Decision {
+        if self.has(Sabotage::AuthorizePerConnection) {
+            first.get_or_init(|| d).clone()
+        } else {
+            d
+        }
+    }
+
+    /// Inbound TLS with `skip-expiry-check` / `serve-self-signed`.
+    pub(crate) fn inbound_tls(
+        &self,
+        tls: InboundTls,
+        snap: &Snapshot,
+    ) -> Result<InboundTls, TlsError> {
+        tls::inbound(tls, snap, self.set)
+    }
+
+    /// Outbound TLS with `no-client-cert` / `skip-upstream-identity`.
+    pub(crate) fn outbound_tls(
+        &self,
+        config: Arc<ClientConfig>,
+        roots: &TrustRoots,
+    ) -> Arc<ClientConfig> {
+        tls::outbound(config, roots, self.set)
+    }
+}
+
+/// `never-recheck-open`: runs a connection's work with no re-authorization and no lifetime; only
+/// a forced shutdown ends it early. Returns whether the work finished by itself.
+pub(crate) async fn unsupervised<F: Future>(fut: F, kill: &watch::Receiver<bool>) -> bool {
+    let mut kill = kill.clone();
+    tokio::select! {
+        _ = fut => true,
+        _ = flag_set(&mut kill) => false,
+    }
+}
+
+fn common_name(der: &CertificateDer<'_>) -> Option<String> {
+    let (_, cert) = X509Certificate::from_der(der).ok()?;
+    let cn = cert.subject().iter_common_name().next()?.as_str().ok()?;
+    (!cn.is_empty()).then(|| cn.to_owned())
+}
+
+/// The serial number in Consul's colon-separated hex.
+fn serial_hex(der: &CertificateDer<'_>) -> String {
+    X509Certificate::from_der(der)
+        .map(|(_, c)| {
+            let hex: Vec<String> = c.raw_serial().iter().map(|b| format!("{b:02x}")).collect();
+            hex.join(":")
+        })
+        .unwrap_or_default()
+}
