@@ -154,10 +154,10 @@ pub(crate) fn check_instance(
     if let Some(status) = &inst.status {
         one_of(&at.key("status"), status, HEALTH_STATUSES)?;
     }
-    if let Some(host) = &inst.hostname {
-        if host.is_empty() || host.contains(char::is_whitespace) {
-            return Err(FieldError::new(at.key("hostname"), "must be a host name"));
-        }
+    if let Some(host) = &inst.hostname
+        && (host.is_empty() || host.contains(char::is_whitespace))
+    {
+        return Err(FieldError::new(at.key("hostname"), "must be a host name"));
     }
     Ok(())
 }

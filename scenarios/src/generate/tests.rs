@@ -194,8 +194,11 @@ fn a_scenario_without_generator_is_unchanged() {
     assert_eq!(expand(&s, 5), s);
 }
 
+/// A probe of a replayed case: source, expected outcome, `within`.
+type Probe = (String, Outcome, Option<String>);
+
 /// Replays an expansion: the intentions in force before each case's probes, and the probes.
-fn replay(e: &Scenario) -> Vec<(Vec<Rule>, Vec<(String, Outcome, Option<String>)>)> {
+fn replay(e: &Scenario) -> Vec<(Vec<Rule>, Vec<Probe>)> {
     let mut live: Vec<Rule> = e
         .setup
         .intentions

@@ -159,7 +159,6 @@ fn yes() -> bool {
 
 #[derive(Deserialize)]
 #[serde(remote = "Scenario", deny_unknown_fields)]
-#[allow(dead_code)]
 struct ScenarioRepr {
     id: String,
     description: String,
@@ -178,7 +177,6 @@ struct ScenarioRepr {
 
 #[derive(Deserialize)]
 #[serde(remote = "Step", rename_all = "kebab-case", deny_unknown_fields)]
-#[allow(dead_code)]
 enum StepRepr {
     Intention(IntentionSpec),
     DeleteIntention {
@@ -235,7 +233,6 @@ enum StepRepr {
 
 #[derive(Deserialize)]
 #[serde(remote = "Expectation", deny_unknown_fields)]
-#[allow(dead_code)]
 struct ExpectationRepr {
     name: String,
     #[serde(deserialize_with = "check")]
@@ -250,7 +247,6 @@ struct ExpectationRepr {
 
 #[derive(Deserialize)]
 #[serde(remote = "Check", rename_all = "kebab-case", deny_unknown_fields)]
-#[allow(dead_code)]
 enum CheckRepr {
     Inbound {
         #[serde(deserialize_with = "identity")]
@@ -310,7 +306,6 @@ enum CheckRepr {
 
 #[derive(Deserialize)]
 #[serde(remote = "Identity", rename_all = "kebab-case", deny_unknown_fields)]
-#[allow(dead_code)]
 enum IdentityRepr {
     Service {
         service: String,
@@ -341,7 +336,6 @@ enum IdentityRepr {
 
 #[derive(Deserialize)]
 #[serde(remote = "Generator", rename_all = "kebab-case", deny_unknown_fields)]
-#[allow(dead_code)]
 enum GeneratorRepr {
     RandomIntentions { cases: u32, sources: Vec<String> },
 }

@@ -211,13 +211,13 @@ fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Result<(), Fiel
                     None => return Err(unknown_conn(&at.key("conn"), c)),
                 },
             }
-            if let Some(m) = method {
-                if m.is_empty() || !m.bytes().all(|b| b.is_ascii_uppercase()) {
-                    return Err(FieldError::new(
-                        at.key("method"),
-                        format!("{m:?} is not an HTTP method (upper case letters)"),
-                    ));
-                }
+            if let Some(m) = method
+                && (m.is_empty() || !m.bytes().all(|b| b.is_ascii_uppercase()))
+            {
+                return Err(FieldError::new(
+                    at.key("method"),
+                    format!("{m:?} is not an HTTP method (upper case letters)"),
+                ));
             }
             if !path.starts_with('/') {
                 return Err(FieldError::new(at.key("path"), "must start with '/'"));
@@ -249,13 +249,14 @@ fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Result<(), Fiel
             ..
         } => {
             service_name(&at.key("service"), service)?;
-            if let Some(m) = differs_from_mark {
-                if !st.marks.contains(m.as_str()) && !st.issued.contains(m.as_str()) {
-                    return Err(FieldError::new(
-                        at.key("differs_from_mark"),
-                        format!("no earlier `mark` or `issue` step is named {m:?}"),
-                    ));
-                }
+            if let Some(m) = differs_from_mark
+                && !st.marks.contains(m.as_str())
+                && !st.issued.contains(m.as_str())
+            {
+                return Err(FieldError::new(
+                    at.key("differs_from_mark"),
+                    format!("no earlier `mark` or `issue` step is named {m:?}"),
+                ));
             }
             Ok(())
         }
