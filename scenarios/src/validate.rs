@@ -3,6 +3,7 @@
 //! connections, issued identities, marks). [`crate::parse`] runs it with lines; on its own it
 //! reports the scenario id instead of a file.
 
+mod checks;
 mod steps;
 
 use serde_json::Value;
