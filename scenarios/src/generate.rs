@@ -8,7 +8,7 @@ use crate::model::{
     Check, Expectation, Generator, Identity, IntentionSpec, Outcome, Policy, Requirement, Scenario,
     Step,
 };
-use crate::validate::MARKER_SOURCE;
+use crate::validate::{MARKER_SOURCE, MAX_CASES};
 
 use self::precedence::{Rule, decide, matching, outcome};
 use self::prng::SplitMix64;
@@ -43,7 +43,8 @@ pub fn expand(s: &Scenario, seed: u64) -> Scenario {
 
     let mut rng = SplitMix64::new(seed);
     let mut previous: Vec<Rule> = Vec::new();
-    for case in 0..*cases {
+    // An unvalidated scenario cannot make it run away: validation allows at most MAX_CASES.
+    for case in 0..(*cases).min(MAX_CASES) {
         let rules = random_case(&mut rng, sources);
         for old in &previous {
             let rewritten = rules

@@ -16,6 +16,9 @@ use crate::names::{BROKEN_BEHAVIOURS, FEATURES, HEALTH_STATUSES, L7_PROTOCOLS, P
 /// The source a `random-intentions` expansion reserves for its propagation marker.
 pub const MARKER_SOURCE: &str = "precedence-marker";
 
+/// The most cases a `random-intentions` generator may ask for.
+pub(crate) const MAX_CASES: u32 = 1000;
+
 /// Validates one scenario. Errors name the field; `path` is the scenario id and `line` is `None`
 /// (use [`crate::parse`] for file and line).
 pub fn validate(scenario: &Scenario) -> Result<(), ScenarioError> {
