@@ -310,3 +310,23 @@ fn the_default_comes_from_the_setup() {
         matches!(st, Step::Expect(x) if x.name.contains("no intention matches: default deny"))
     }));
 }
+
+proptest::proptest! {
+    #[test]
+    fn expansion_never_panics_and_validates(
+        seed in proptest::prelude::any::<u64>(),
+        cases in 1u32..6,
+        sources in proptest::collection::btree_set("[a-z]{1,6}", 1..5),
+    ) {
+        let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+        let e = expand(&generated(cases, &sources), seed);
+        proptest::prop_assert!(crate::validate(&e).is_ok());
+        proptest::prop_assert_eq!(replay(&e).len(), cases as usize);
+    }
+
+    #[test]
+    fn expansion_of_unvalidated_generators_never_panics(seed in proptest::prelude::any::<u64>(), cases in 0u32..4) {
+        let _ = expand(&generated(cases, &[]), seed);
+        let _ = expand(&generated(cases, &["*", "*"]), seed);
+    }
+}
