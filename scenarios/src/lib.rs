@@ -1,9 +1,27 @@
 //! The scenario catalogue as data: the model (what to set up, do and expect), the TOML files of
-//! every catalogue scenario, loading with errors that name file, line and field, and
-//! validation. No IO beyond what the caller hands in, no sockets, no processes.
+//! every catalogue scenario, loading with errors that name file, line and field, validation, and
+//! the seeded expansion of generated (property-based) scenarios. No IO beyond what the caller
+//! hands in, no sockets, no processes.
 
 pub mod model;
 pub mod timeouts;
 
+mod catalogue;
+mod duration;
+mod error;
+mod generate;
+mod names;
+mod parse;
+mod validate;
+
+pub use catalogue::{catalogue, catalogue_files};
+pub use duration::{DurationError, is_named_timeout, parse_go_duration};
+pub use error::ScenarioError;
+pub use generate::expand;
 pub use model::*;
+pub use names::{
+    BLOCKING_FAMILIES, BROKEN_BEHAVIOURS, FEATURES, HEALTH_STATUSES, L7_PROTOCOLS, PROTOCOLS,
+};
+pub use parse::parse;
 pub use timeouts::Timeouts;
+pub use validate::{MARKER_SOURCE, validate, validate_all};

@@ -1,0 +1,179 @@
+//! The embedded catalogue: every file loads and validates, every table row of scenarios.md
+//! (core, l7, extended) has its scenario, and the claims (`catches`) are well formed.
+
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::model::{Profile, Step};
+use crate::names::BROKEN_BEHAVIOURS;
+use crate::{expand, validate, validate_all};
+
+/// Every row of the core, l7 and extended tables of shared/design/scenarios.md, by profile.
+/// `default-policy` (two runs: deny, then allow) is two files.
+const EXPECTED: &[(&str, &[&str])] = &[
+    (
+        "core",
+        &[
+            "l4-allow-deny",
+            "default-policy-deny",
+            "default-policy-allow",
+            "precedence-table",
+            "precedence-property",
+            "intention-change",
+            "spiffe-validation",
+            "trust-domain-check",
+            "served-identity",
+            "ca-rotation",
+            "ca-rotation-no-cross-sign",
+            "leaf-renewal",
+            "persistent-connection",
+            "fail-static-agent-down",
+            "fail-static-agent-hung",
+            "fail-static-servers-down",
+            "upstream-basic",
+            "upstream-impostor",
+            "upstream-health",
+            "agent-blocking",
+            "index-reset",
+        ],
+    ),
+    (
+        "l7",
+        &[
+            "l7-path-method-header",
+            "l7-change-on-keepalive",
+            "l7-default-deny-fallthrough",
+        ],
+    ),
+    (
+        "extended",
+        &[
+            "config-change",
+            "discovery-chain-redirect",
+            "discovery-chain-failover",
+            "agent-restart",
+            "acl-token-file",
+        ],
+    ),
+];
+
+fn profile_name(p: Profile) -> &'static str {
+    match p {
+        Profile::Core => "core",
+        Profile::L7 => "l7",
+        Profile::Extended => "extended",
+        Profile::Transparent => "transparent",
+    }
+}
+
+#[test]
+fn every_file_parses_and_validates() {
+    for (path, text) in catalogue_files() {
+        let s = parse(path, text).unwrap_or_else(|e| panic!("{e}"));
+        validate(&s).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // The file sits at catalogue/<profile>/<id>.toml.
+        assert_eq!(
+            path,
+            format!("catalogue/{}/{}.toml", profile_name(s.profile), s.id),
+            "file path must name the profile and id"
+        );
+    }
+    assert_eq!(
+        catalogue().len(),
+        catalogue_files().len(),
+        "no file left out"
+    );
+}
+
+#[test]
+fn every_table_row_has_a_scenario_and_nothing_else_is_there() {
+    let got: BTreeSet<(String, String)> = catalogue()
+        .iter()
+        .map(|s| (profile_name(s.profile).to_owned(), s.id.clone()))
+        .collect();
+    let want: BTreeSet<(String, String)> = EXPECTED
+        .iter()
+        .flat_map(|(p, ids)| ids.iter().map(|id| ((*p).to_owned(), (*id).to_owned())))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn ids_are_unique_and_ordered_by_profile_then_id() {
+    let all = catalogue();
+    validate_all(&all).unwrap();
+    let keys: Vec<(Profile, String)> = all.iter().map(|s| (s.profile, s.id.clone())).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+}
+
+#[test]
+fn every_scenario_but_trust_domain_check_claims_a_broken_behaviour() {
+    for s in catalogue() {
+        if s.id == "trust-domain-check" {
+            assert!(s.catches.is_empty(), "trust-domain-check is informational");
+            continue;
+        }
+        assert!(!s.catches.is_empty(), "{} catches nothing", s.id);
+    }
+}
+
+#[test]
+fn every_broken_behaviour_is_caught_by_some_scenario() {
+    let claimed: BTreeSet<String> = catalogue().into_iter().flat_map(|s| s.catches).collect();
+    for name in BROKEN_BEHAVIOURS {
+        assert!(claimed.contains(*name), "no scenario catches {name}");
+    }
+}
+
+#[test]
+fn the_model_derive_reads_the_files_the_same_way() {
+    // The loader goes through path-preserving mirrors of the model; the model's own derive must
+    // agree on every file (so the mirrors have not drifted).
+    for (path, text) in catalogue_files() {
+        let derived: Scenario = toml::from_str(text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(derived, parse(path, text).unwrap(), "{path}");
+    }
+}
+
+#[test]
+fn generated_scenarios_expand_to_valid_concrete_ones() {
+    for s in catalogue().iter().filter(|s| s.generate.is_some()) {
+        for seed in [0, 1, 42, u64::MAX] {
+            let e = expand(s, seed);
+            assert!(e.generate.is_none());
+            validate(&e).unwrap_or_else(|err| panic!("{} seed {seed}: {err}", s.id));
+            assert!(e.steps.len() > s.steps.len());
+        }
+    }
+}
+
+#[test]
+fn checks_that_wait_for_something_to_stop_observe_for_a_while() {
+    // A refused probe after an intention change (or a fault), observed once, could pass on a
+    // proxy that flaps. Spot-check the scenarios whose catalogue row is about stopping.
+    let stable = |id: &str| {
+        catalogue()
+            .into_iter()
+            .find(|s| s.id == id)
+            .map(|s| {
+                s.steps
+                    .iter()
+                    .filter(|st| matches!(st, Step::Expect(e) if e.stable_for.is_some()))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    for id in [
+        "intention-change",
+        "fail-static-agent-down",
+        "fail-static-agent-hung",
+        "fail-static-servers-down",
+        "upstream-health",
+        "upstream-impostor",
+        "index-reset",
+    ] {
+        assert!(stable(id) > 0, "{id} has no stable_for check");
+    }
+}

@@ -1,0 +1,66 @@
+//! The closed vocabularies scenario files name: proxy features, the broken behaviours the
+//! harness's self-test proves each scenario catches, and the agent endpoint families of
+//! `agent-usage` checks.
+
+/// Features a proxy can declare; a scenario needing an undeclared one is `not-supported`.
+pub const FEATURES: &[&str] = &[
+    "l4",
+    "l7-http",
+    "upstreams",
+    "discovery-chain",
+    "persistent-connections",
+    "fail-static",
+    "ca-rotation",
+    "leaf-renewal",
+    "config-reload",
+    "token-file",
+    "agent-blocking",
+];
+
+/// The deliberately broken behaviours of the reference proxy (`--sabotage NAME`, test builds
+/// only) that a scenario's `catches` may name.
+pub const BROKEN_BEHAVIOURS: &[&str] = &[
+    "ignore-deny",
+    "authorize-by-cn",
+    "hardcoded-allow",
+    "first-match",
+    "last-write-wins",
+    "cache-intentions-forever",
+    "accept-any-trusted-cert",
+    "skip-expiry-check",
+    "serve-self-signed",
+    "never-refresh-certs",
+    "leaf-fetched-once",
+    "never-recheck-open",
+    "fail-closed-agent-down",
+    "fail-open-agent-down",
+    "authorize-via-agent",
+    "drop-state-on-error",
+    "no-client-cert",
+    "skip-upstream-identity",
+    "resolve-endpoints-once",
+    "tight-polling",
+    "missing-token",
+    "stall-after-index-reset",
+    "ignore-permissions",
+    "authorize-per-connection",
+    "ignore-config-changes",
+    "ignore-discovery-chain",
+    "ignore-token-file",
+];
+
+/// Endpoint families an `agent-usage` check can require to be read with blocking queries:
+/// `roots` (`/v1/agent/connect/ca/roots`), `leaf` (`/v1/agent/connect/ca/leaf/:service`),
+/// `intentions` (`/v1/connect/intentions/match`), `service` (`/v1/agent/service/:id`, by hash),
+/// `health` (`/v1/health/connect/:service`), `chain` (`/v1/discovery-chain/:service`).
+pub const BLOCKING_FAMILIES: &[&str] =
+    &["roots", "leaf", "intentions", "service", "health", "chain"];
+
+/// Health statuses of `status` fields.
+pub const HEALTH_STATUSES: &[&str] = &["passing", "warning", "critical"];
+
+/// Values of `setup.protocol` (Consul's `service-defaults` protocols).
+pub const PROTOCOLS: &[&str] = &["tcp", "http", "http2", "grpc"];
+
+/// Protocols on which L7 intentions (`Permissions`) are allowed.
+pub const L7_PROTOCOLS: &[&str] = &["http", "http2", "grpc"];

@@ -1,0 +1,396 @@
+//! Validation of a parsed scenario: known names (features, broken behaviours, endpoint families),
+//! durations that parse, and references that resolve in timeline order (instances, upstreams,
+//! connections, issued identities, marks). [`crate::parse`] runs it with lines; on its own it
+//! reports the scenario id instead of a file.
+
+mod checks;
+mod steps;
+
+use serde_json::Value;
+
+use crate::duration::parse_go_duration;
+use crate::error::{FieldError, FieldPath, ScenarioError};
+use crate::model::{IntentionSpec, Scenario, Setup, Step};
+use crate::names::{BROKEN_BEHAVIOURS, FEATURES, HEALTH_STATUSES, L7_PROTOCOLS, PROTOCOLS};
+
+/// The source a `random-intentions` expansion reserves for its propagation marker.
+pub const MARKER_SOURCE: &str = "precedence-marker";
+
+/// The most cases a `random-intentions` generator may ask for.
+pub(crate) const MAX_CASES: u32 = 1000;
+
+/// Validates one scenario. Errors name the field; `path` is the scenario id and `line` is `None`
+/// (use [`crate::parse`] for file and line).
+pub fn validate(scenario: &Scenario) -> Result<(), ScenarioError> {
+    check_scenario(scenario).map_err(|fe| ScenarioError {
+        path: scenario.id.clone(),
+        line: None,
+        field: fe.field.rendered(),
+        message: fe.message,
+    })
+}
+
+/// Validates a set of scenarios (e.g. the catalogue plus a `--scenario-dir`): each one, and ids
+/// unique across them.
+pub fn validate_all(scenarios: &[Scenario]) -> Result<(), ScenarioError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for s in scenarios {
+        validate(s)?;
+        if !seen.insert(s.id.as_str()) {
+            return Err(ScenarioError {
+                path: s.id.clone(),
+                line: None,
+                field: Some("id".into()),
+                message: format!("duplicate scenario id {:?}", s.id),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Validates a scenario; the first problem found, with its field.
+pub(crate) fn check_scenario(s: &Scenario) -> Result<(), FieldError> {
+    let root = FieldPath::root();
+    if !is_kebab(&s.id) {
+        return Err(FieldError::new(
+            root.key("id"),
+            format!(
+                "{:?} is not a kebab-case id (a-z, 0-9, single dashes)",
+                s.id
+            ),
+        ));
+    }
+    if s.description.trim().is_empty() {
+        return Err(FieldError::new(
+            root.key("description"),
+            "must not be empty",
+        ));
+    }
+    check_names(&root.key("features"), &s.features, FEATURES, "feature")?;
+    check_names(
+        &root.key("catches"),
+        &s.catches,
+        BROKEN_BEHAVIOURS,
+        "broken behaviour",
+    )?;
+    check_setup(&root.key("setup"), &s.setup)?;
+    steps::check_steps(s)?;
+    if let Some(crate::model::Generator::RandomIntentions { cases, sources }) = &s.generate {
+        check_generator(s, *cases, sources)?;
+    }
+    Ok(())
+}
+
+fn check_names(
+    at: &FieldPath,
+    names: &[String],
+    known: &[&str],
+    what: &str,
+) -> Result<(), FieldError> {
+    for (i, n) in names.iter().enumerate() {
+        if !known.contains(&n.as_str()) {
+            return Err(FieldError::new(
+                at.index(i),
+                format!("unknown {what} {n:?}; known: {}", known.join(", ")),
+            ));
+        }
+        if names[..i].contains(n) {
+            return Err(FieldError::new(
+                at.index(i),
+                format!("{n:?} is listed twice"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_setup(at: &FieldPath, setup: &Setup) -> Result<(), FieldError> {
+    if let Some(ttl) = &setup.leaf_ttl {
+        let d = go_duration(&at.key("leaf_ttl"), ttl)?;
+        if d < std::time::Duration::from_secs(1) {
+            return Err(FieldError::new(at.key("leaf_ttl"), "must be at least 1s"));
+        }
+    }
+    if let Some(j) = &setup.ca_change_jitter {
+        go_duration(&at.key("ca_change_jitter"), j)?;
+    }
+    if let Some(p) = &setup.protocol {
+        one_of(&at.key("protocol"), p, PROTOCOLS)?;
+    }
+    for (i, u) in setup.upstreams.iter().enumerate() {
+        let at = at.key("upstreams").index(i);
+        service_name(&at.key("name"), &u.name)?;
+        if setup.upstreams[..i].iter().any(|o| o.name == u.name) {
+            return Err(FieldError::new(
+                at.key("name"),
+                format!("upstream {:?} is listed twice", u.name),
+            ));
+        }
+    }
+    for (i, inst) in setup.instances.iter().enumerate() {
+        let at = at.key("instances").index(i);
+        check_instance(&at, inst)?;
+        if setup.instances[..i].iter().any(|o| o.id == inst.id) {
+            return Err(FieldError::new(
+                at.key("id"),
+                format!("instance id {:?} is used twice", inst.id),
+            ));
+        }
+    }
+    for (i, spec) in setup.intentions.iter().enumerate() {
+        check_intention(&at.key("intentions").index(i), spec, setup)?;
+    }
+    for (i, entry) in setup.config_entries.iter().enumerate() {
+        check_config_entry(&at.key("config_entries").index(i), entry)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn check_instance(
+    at: &FieldPath,
+    inst: &crate::model::InstanceSpec,
+) -> Result<(), FieldError> {
+    service_name(&at.key("id"), &inst.id)?;
+    service_name(&at.key("service"), &inst.service)?;
+    if let Some(identity) = &inst.identity {
+        service_name(&at.key("identity"), identity)?;
+    }
+    if let Some(status) = &inst.status {
+        one_of(&at.key("status"), status, HEALTH_STATUSES)?;
+    }
+    if let Some(host) = &inst.hostname
+        && (host.is_empty() || host.contains(char::is_whitespace))
+    {
+        return Err(FieldError::new(at.key("hostname"), "must be a host name"));
+    }
+    Ok(())
+}
+
+/// An intention in shorthand, as Consul would validate it (`Action` xor `Permissions`, no
+/// partial wildcards, no Permissions toward `*`, L7 only on an HTTP-family protocol).
+pub(crate) fn check_intention(
+    at: &FieldPath,
+    spec: &IntentionSpec,
+    setup: &Setup,
+) -> Result<(), FieldError> {
+    intention_end(&at.key("source"), &spec.source)?;
+    intention_end(&at.key("destination"), &spec.destination)?;
+    match (&spec.action, &spec.permissions) {
+        (None, None) => Err(FieldError::new(
+            at.clone(),
+            "an intention needs `action` (L4) or `permissions` (L7)",
+        )),
+        (Some(_), Some(_)) => Err(FieldError::new(
+            at.key("action"),
+            "`action` must be omitted when `permissions` are given (Consul's rule)",
+        )),
+        (Some(_), None) => Ok(()),
+        (None, Some(perms)) => {
+            let at = at.key("permissions");
+            if spec.destination == "*" {
+                return Err(FieldError::new(
+                    at,
+                    "permissions cannot be specified on intentions with wildcarded destinations",
+                ));
+            }
+            if perms.is_empty() {
+                return Err(FieldError::new(at, "must not be empty"));
+            }
+            for (i, p) in perms.iter().enumerate() {
+                check_permission(&at.index(i), p)?;
+            }
+            if spec.destination == "db" && !db_is_l7(setup) {
+                return Err(FieldError::new(
+                    at,
+                    "L7 permissions need db's protocol to be http, http2 or grpc \
+                     (set `setup.protocol`)",
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn check_permission(at: &FieldPath, p: &Value) -> Result<(), FieldError> {
+    let Some(obj) = p.as_object() else {
+        return Err(FieldError::new(at.clone(), "a permission is a table"));
+    };
+    match obj.get("Action").and_then(Value::as_str) {
+        Some("allow" | "deny") => {}
+        _ => {
+            return Err(FieldError::new(
+                at.key("Action"),
+                "must be \"allow\" or \"deny\"",
+            ));
+        }
+    }
+    match obj.get("HTTP").and_then(Value::as_object) {
+        Some(http) if !http.is_empty() => Ok(()),
+        _ => Err(FieldError::new(
+            at.key("HTTP"),
+            "HTTP should not be empty (Consul's rule: at least one condition)",
+        )),
+    }
+}
+
+/// Whether db's protocol (setup or a `service-defaults`/`proxy-defaults` entry) is L7.
+fn db_is_l7(setup: &Setup) -> bool {
+    let l7 = |p: Option<&str>| {
+        p.is_some_and(|p| L7_PROTOCOLS.contains(&p.to_ascii_lowercase().as_str()))
+    };
+    l7(setup.protocol.as_deref())
+        || setup
+            .config_entries
+            .iter()
+            .any(|e| match entry_kind_name(e) {
+                Some(("service-defaults", "db")) => l7(e.get("Protocol").and_then(Value::as_str)),
+                Some(("proxy-defaults", _)) => l7(e
+                    .get("Config")
+                    .and_then(|c| c.get("protocol"))
+                    .and_then(Value::as_str)),
+                _ => false,
+            })
+}
+
+/// `Kind` and `Name` of a config entry (either case of the key, as Consul decodes them).
+pub(crate) fn entry_kind_name(e: &Value) -> Option<(&str, &str)> {
+    let get = |a: &str, b: &str| e.get(a).or_else(|| e.get(b)).and_then(Value::as_str);
+    Some((get("Kind", "kind")?, get("Name", "name")?))
+}
+
+/// Config entry kinds the simulated agent stores.
+const ENTRY_KINDS: &[&str] = &[
+    "service-intentions",
+    "service-defaults",
+    "proxy-defaults",
+    "service-resolver",
+    "service-splitter",
+    "service-router",
+];
+
+pub(crate) fn check_config_entry(at: &FieldPath, entry: &Value) -> Result<(), FieldError> {
+    if !entry.is_object() {
+        return Err(FieldError::new(
+            at.clone(),
+            "a config entry is a table in Consul's JSON shape",
+        ));
+    }
+    let Some((kind, name)) = entry_kind_name(entry) else {
+        return Err(FieldError::new(
+            at.clone(),
+            "a config entry needs string `Kind` and `Name` keys",
+        ));
+    };
+    one_of(&at.key("Kind"), kind, ENTRY_KINDS)?;
+    if name.is_empty() {
+        return Err(FieldError::new(at.key("Name"), "must not be empty"));
+    }
+    Ok(())
+}
+
+fn check_generator(s: &Scenario, cases: u32, sources: &[String]) -> Result<(), FieldError> {
+    let at = FieldPath::root().key("generate");
+    if !(1..=1000).contains(&cases) {
+        return Err(FieldError::new(
+            at.key("cases"),
+            "must be between 1 and 1000",
+        ));
+    }
+    if sources.is_empty() {
+        return Err(FieldError::new(at.key("sources"), "must not be empty"));
+    }
+    for (i, src) in sources.iter().enumerate() {
+        let at = at.key("sources").index(i);
+        service_name(&at, src)?;
+        if src == MARKER_SOURCE {
+            return Err(FieldError::new(
+                at,
+                format!("{MARKER_SOURCE:?} is reserved for the generator"),
+            ));
+        }
+        if sources[..i].contains(src) {
+            return Err(FieldError::new(at, format!("{src:?} is listed twice")));
+        }
+    }
+    // The generator's model owns every intention toward db: nothing else may write one.
+    if !s.setup.intentions.is_empty() {
+        return Err(FieldError::new(
+            FieldPath::root().key("setup").key("intentions"),
+            "a random-intentions scenario writes every intention itself; remove these",
+        ));
+    }
+    for (i, step) in s.steps.iter().enumerate() {
+        let writes_intentions = match step {
+            Step::Intention(_) | Step::DeleteIntention { .. } => true,
+            Step::ConfigEntry { entry } => {
+                entry_kind_name(entry).is_some_and(|(k, _)| k == "service-intentions")
+            }
+            _ => false,
+        };
+        if writes_intentions {
+            return Err(FieldError::new(
+                FieldPath::root().key("steps").index(i),
+                "a random-intentions scenario writes every intention itself",
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn go_duration(at: &FieldPath, text: &str) -> Result<std::time::Duration, FieldError> {
+    parse_go_duration(text).map_err(|e| FieldError::new(at.clone(), e.to_string()))
+}
+
+pub(crate) fn one_of(at: &FieldPath, value: &str, known: &[&str]) -> Result<(), FieldError> {
+    if known.contains(&value) {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            at.clone(),
+            format!("{value:?} is not one of {}", known.join(", ")),
+        ))
+    }
+}
+
+/// A service (or instance, upstream, connection) name: letters, digits, `-`, `_`, `.`.
+pub(crate) fn service_name(at: &FieldPath, name: &str) -> Result<(), FieldError> {
+    if !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            at.clone(),
+            format!("{name:?} is not a name (letters, digits, '-', '_', '.')"),
+        ))
+    }
+}
+
+/// An intention end: a service name or `*` (partial wildcards are invalid in Consul).
+fn intention_end(at: &FieldPath, name: &str) -> Result<(), FieldError> {
+    if name == "*" {
+        return Ok(());
+    }
+    if name.contains('*') {
+        return Err(FieldError::new(
+            at.clone(),
+            format!("{name:?}: partial wildcards are not allowed, only \"*\""),
+        ));
+    }
+    service_name(at, name)
+}
+
+fn is_kebab(id: &str) -> bool {
+    !id.is_empty()
+        && id.split('-').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,198 @@
+//! Validation of checks and probe identities against what exists at their point of the
+//! timeline.
+
+use crate::error::{FieldError, FieldPath};
+use crate::model::{Check, ConnProtocol, Identity};
+use crate::names::BLOCKING_FAMILIES;
+
+use super::steps::{State, known_instance, present_upstream, unknown_conn};
+use super::{one_of, service_name};
+
+pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Result<(), FieldError> {
+    match check {
+        Check::Inbound { identity, .. } => check_identity(&at.key("identity"), identity, st),
+        Check::Http {
+            identity,
+            conn,
+            method,
+            path,
+            headers,
+            status,
+        } => {
+            match (identity, conn) {
+                (None, None) => {
+                    return Err(FieldError::new(
+                        at.clone(),
+                        "an http check needs `identity` (a new connection) or `conn`",
+                    ));
+                }
+                (Some(_), Some(_)) => {
+                    return Err(FieldError::new(
+                        at.key("identity"),
+                        "give `identity` or `conn`, not both (a connection has its identity)",
+                    ));
+                }
+                (Some(id), None) => check_identity(&at.key("identity"), id, st)?,
+                (None, Some(c)) => match st.conns.get(c.as_str()) {
+                    Some(ConnProtocol::Http) => {}
+                    Some(ConnProtocol::Tcp) => {
+                        return Err(FieldError::new(
+                            at.key("conn"),
+                            format!(
+                                "connection {c:?} was opened with protocol \"tcp\", not \"http\""
+                            ),
+                        ));
+                    }
+                    None => return Err(unknown_conn(&at.key("conn"), c)),
+                },
+            }
+            if let Some(m) = method
+                && (m.is_empty() || !m.bytes().all(|b| b.is_ascii_uppercase()))
+            {
+                return Err(FieldError::new(
+                    at.key("method"),
+                    format!("{m:?} is not an HTTP method (upper case letters)"),
+                ));
+            }
+            if !path.starts_with('/') {
+                return Err(FieldError::new(at.key("path"), "must start with '/'"));
+            }
+            for name in headers.keys() {
+                if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                {
+                    return Err(FieldError::new(
+                        at.key("headers").key(name),
+                        "not an HTTP header name",
+                    ));
+                }
+            }
+            if !(100..=599).contains(status) {
+                return Err(FieldError::new(at.key("status"), "not an HTTP status"));
+            }
+            Ok(())
+        }
+        Check::ConnOpen { conn } | Check::ConnClosed { conn } => {
+            if st.conns.contains_key(conn.as_str()) {
+                Ok(())
+            } else {
+                Err(unknown_conn(&at.key("conn"), conn))
+            }
+        }
+        Check::ServedLeaf {
+            service,
+            differs_from_mark,
+            ..
+        } => {
+            service_name(&at.key("service"), service)?;
+            if let Some(m) = differs_from_mark
+                && !st.marks.contains(m.as_str())
+                && !st.issued.contains(m.as_str())
+            {
+                return Err(FieldError::new(
+                    at.key("differs_from_mark"),
+                    format!("no earlier `mark` or `issue` step is named {m:?}"),
+                ));
+            }
+            Ok(())
+        }
+        Check::Upstream {
+            upstream,
+            reach,
+            presented,
+            ..
+        } => {
+            present_upstream(&at.key("upstream"), upstream, st)?;
+            if reach.is_empty() {
+                return Err(FieldError::new(
+                    at.key("reach"),
+                    "list at least one instance",
+                ));
+            }
+            for (i, r) in reach.iter().enumerate() {
+                known_instance(&at.key("reach").index(i), r, st)?;
+            }
+            service_name(&at.key("presented"), presented)
+        }
+        Check::UpstreamRefused { upstream } | Check::ListenerOpen { upstream } => {
+            present_upstream(&at.key("upstream"), upstream, st)
+        }
+        Check::AgentUsage {
+            token_on_every_request,
+            blocking,
+            max_requests_per_minute,
+        } => {
+            for (i, b) in blocking.iter().enumerate() {
+                one_of(&at.key("blocking").index(i), b, BLOCKING_FAMILIES)?;
+                if blocking[..i].contains(b) {
+                    return Err(FieldError::new(
+                        at.key("blocking").index(i),
+                        format!("{b:?} is listed twice"),
+                    ));
+                }
+            }
+            if *max_requests_per_minute == Some(0) {
+                return Err(FieldError::new(
+                    at.key("max_requests_per_minute"),
+                    "must be at least 1",
+                ));
+            }
+            if !token_on_every_request && blocking.is_empty() && max_requests_per_minute.is_none() {
+                return Err(FieldError::new(
+                    at.clone(),
+                    "an agent-usage check must check something: set token_on_every_request, \
+                     blocking or max_requests_per_minute",
+                ));
+            }
+            Ok(())
+        }
+        Check::IndexResetHonoured => {
+            if st.index_reset {
+                Ok(())
+            } else {
+                Err(FieldError::new(
+                    at.clone(),
+                    "index-reset-honoured needs an earlier `index-reset` or `restart-agent` step",
+                ))
+            }
+        }
+    }
+}
+
+pub(super) fn check_identity(
+    at: &FieldPath,
+    id: &Identity,
+    st: &State<'_>,
+) -> Result<(), FieldError> {
+    match id {
+        Identity::Service { service }
+        | Identity::UntrustedCa { service }
+        | Identity::ForeignTrustDomain { service }
+        | Identity::Expired { service }
+        | Identity::SelfSigned { service } => service_name(&at.key("service"), service),
+        Identity::Named { name } => {
+            if st.issued.contains(name.as_str()) {
+                Ok(())
+            } else {
+                Err(FieldError::new(
+                    at.key("name"),
+                    format!("no earlier `issue` step is named {name:?}"),
+                ))
+            }
+        }
+        Identity::CommonNameMismatch {
+            common_name,
+            service,
+        } => {
+            service_name(&at.key("common_name"), common_name)?;
+            service_name(&at.key("service"), service)?;
+            if common_name == service {
+                return Err(FieldError::new(
+                    at.key("common_name"),
+                    "a mismatch needs a CN different from the URI SAN's service",
+                ));
+            }
+            Ok(())
+        }
+        Identity::NoSpiffe | Identity::AgentId | Identity::NoCert => Ok(()),
+    }
+}
