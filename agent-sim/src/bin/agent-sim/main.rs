@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use agent_sim::acl::{AclConfig, DefaultPolicy};
@@ -10,6 +11,8 @@ use agent_sim::duration::GoDuration;
 use agent_sim::{AgentSim, preload};
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
+
+mod scenario;
 
 /// A wire-faithful simulated Consul agent (Connect endpoints) with fault injection.
 ///
@@ -59,6 +62,19 @@ struct Cli {
     /// Do not run TCP/TTL/alias health checks.
     #[arg(long)]
     no_checks: bool,
+    /// Play the agent side of a catalogue scenario for a proxy started by hand (see
+    /// `--list-scenarios`); ACLs and agent settings come from the scenario.
+    #[arg(long, value_name = "NAME")]
+    scenario: Option<String>,
+    /// Pause between the scenario's steps.
+    #[arg(long, default_value = "2s", value_parser = go_duration)]
+    scenario_pace: Duration,
+    /// Stop once the scenario's timeline has been played (instead of serving until Ctrl-C).
+    #[arg(long, requires = "scenario")]
+    exit_after_scenario: bool,
+    /// List the catalogue's scenarios and exit.
+    #[arg(long)]
+    list_scenarios: bool,
     /// Log filter (tracing `EnvFilter` syntax); `RUST_LOG` wins when set.
     #[arg(long, default_value = "info")]
     log_level: String,
@@ -104,10 +120,29 @@ fn init_tracing(level: &str, json: bool) {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+async fn main() -> ExitCode {
+    match run(Cli::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line with the cause chain; no backtrace for a user's mistake.
+            eprintln!("agent-sim: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    if cli.list_scenarios {
+        scenario::list();
+        return Ok(());
+    }
     init_tracing(&cli.log_level, cli.log_json);
-    let management_token = cli.acl.then(|| {
+    let scenario = cli
+        .scenario
+        .as_deref()
+        .map(|name| scenario::find(name, cli.seed.unwrap_or(1)))
+        .transpose()?;
+    let management_token = (cli.acl || scenario.is_some()).then(|| {
         cli.management_token
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
@@ -137,6 +172,10 @@ async fn main() -> anyhow::Result<()> {
         run_checks: !cli.no_checks,
         ..SimConfig::default()
     };
+    let mut cfg = cfg;
+    if let (Some(s), Some(token)) = (&scenario, &management_token) {
+        scenario::configure(&mut cfg, s, token)?;
+    }
     let sim = AgentSim::builder()
         .config(cfg)
         .start()
@@ -156,6 +195,20 @@ async fn main() -> anyhow::Result<()> {
         println!("management token {t}");
     }
     println!("export CONSUL_HTTP_ADDR={}", sim.http_addr());
+    if let Some(s) = &scenario {
+        let addr = sim.http_addr();
+        tokio::select! {
+            played = scenario::play(sim.control(), &addr, s, cli.scenario_pace) => played?,
+            () = shutdown_signal() => {
+                sim.shutdown().await;
+                return Ok(());
+            }
+        }
+        if cli.exit_after_scenario {
+            sim.shutdown().await;
+            return Ok(());
+        }
+    }
     shutdown_signal().await;
     sim.shutdown().await;
     Ok(())

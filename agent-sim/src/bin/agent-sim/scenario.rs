@@ -1,0 +1,269 @@
+//! `agent-sim --scenario NAME`: plays the agent side of a catalogue scenario for a proxy started
+//! by hand, printing each step and what a correct proxy should do at that point.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::net::TcpListener;
+use std::time::Duration;
+
+use agent_sim::Control;
+use agent_sim::acl::{AclConfig, DefaultPolicy};
+use agent_sim::config::{IntentionDefault, SimConfig};
+use agent_sim::play::{PROXY_ID, Play, Ports};
+use anyhow::{Context, anyhow};
+use scenarios::{Check, Identity, Outcome, Policy, Scenario, Step, Timeouts};
+
+/// The token rules a sidecar for `db` needs.
+const PROXY_RULES: &str = r#"
+service "db" { policy = "write" }
+service "db-sidecar-proxy" { policy = "write" }
+service_prefix "" { policy = "read" }
+node_prefix "" { policy = "read" }
+agent_prefix "" { policy = "read" }
+"#;
+
+/// Finds a catalogue scenario (expanding generated ones with `seed`).
+pub(crate) fn find(name: &str, seed: u64) -> anyhow::Result<Scenario> {
+    let s = scenarios::catalogue()
+        .into_iter()
+        .find(|s| s.id == name)
+        .ok_or_else(|| {
+            anyhow!("unknown scenario {name:?}; `agent-sim --list-scenarios` lists them")
+        })?;
+    Ok(if s.generate.is_some() {
+        scenarios::expand(&s, seed)
+    } else {
+        s
+    })
+}
+
+/// Prints the catalogue (a closed pipe, as in `| head`, just ends the listing).
+pub(crate) fn list() {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for s in scenarios::catalogue() {
+        let profile = format!("{:?}", s.profile).to_lowercase();
+        if writeln!(out, "{:<32} {profile:<10} {}", s.id, s.description).is_err() {
+            return;
+        }
+    }
+}
+
+/// The agent configuration a scenario's setup asks for (ACLs are always on).
+pub(crate) fn configure(
+    cfg: &mut SimConfig,
+    s: &Scenario,
+    management_token: &str,
+) -> anyhow::Result<()> {
+    let setup = &s.setup;
+    cfg.acl = AclConfig {
+        enabled: true,
+        default_policy: match setup.acl_default_policy.unwrap_or(Policy::Deny) {
+            Policy::Allow => DefaultPolicy::Allow,
+            Policy::Deny => DefaultPolicy::Deny,
+        },
+        management_token: Some(management_token.to_owned()),
+        default_token: None,
+    };
+    cfg.default_intention_policy = setup.default_intention_policy.map(|p| match p {
+        Policy::Allow => IntentionDefault::Allow,
+        Policy::Deny => IntentionDefault::Deny,
+    });
+    let timeouts = Timeouts::default();
+    if let Some(ttl) = &setup.leaf_ttl {
+        cfg.leaf_ttl = timeouts
+            .resolve(ttl)
+            .map_err(|e| anyhow!("leaf_ttl {ttl:?}: {e}"))?;
+    }
+    cfg.ca_change_jitter = match &setup.ca_change_jitter {
+        Some(j) => timeouts
+            .resolve(j)
+            .map_err(|e| anyhow!("ca_change_jitter {j:?}: {e}"))?,
+        None => Duration::ZERO,
+    };
+    Ok(())
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")
+        .context("picking a free port")?
+        .local_addr()?
+        .port())
+}
+
+/// Sets the scenario up on the running sim and plays its timeline.
+pub(crate) async fn play(
+    c: &Control,
+    agent_addr: &str,
+    s: &Scenario,
+    pace: Duration,
+) -> anyhow::Result<()> {
+    let mut ports = Ports {
+        app: free_port()?,
+        inbound: free_port()?,
+        ..Ports::default()
+    };
+    for u in &s.setup.upstreams {
+        ports.upstreams.insert(u.name.clone(), free_port()?);
+    }
+    let added = s.steps.iter().filter_map(|st| match st {
+        Step::AddInstance(spec) => Some(spec.id.clone()),
+        _ => None,
+    });
+    for id in s.setup.instances.iter().map(|i| i.id.clone()).chain(added) {
+        ports.instances.insert(id, free_port()?);
+    }
+    let token = c.create_token(PROXY_RULES, "proxy under test")?;
+    let timeouts = Timeouts::default();
+    let mut player = Play::new(&s.setup, ports.clone(), BTreeMap::new(), timeouts.clone());
+    player
+        .apply_setup(c)
+        .context("applying the scenario's setup")?;
+
+    println!("\nscenario {}: {}\n", s.id, s.description);
+    println!("start the proxy under test now, for example:");
+    println!(
+        "  CONSUL_HTTP_ADDR={agent_addr} CONSUL_HTTP_TOKEN={} <your-proxy> -proxy-id {PROXY_ID}",
+        token.secret_id
+    );
+    println!(
+        "its public listener is 127.0.0.1:{}; the application behind it is expected on 127.0.0.1:{}",
+        ports.inbound, ports.app
+    );
+    for (name, port) in &ports.upstreams {
+        println!("upstream {name}: local listener 127.0.0.1:{port}");
+    }
+    for (id, port) in &ports.instances {
+        println!(
+            "instance {id} is registered at 127.0.0.1:{port} (agent-sim does not run it; `conformance run` does)"
+        );
+    }
+    println!(
+        "client identities for probes: POST /_sim/identity/<service> or /_sim/forge on this agent\n"
+    );
+    wait_to_start(pace).await;
+
+    for (i, step) in s.steps.iter().enumerate() {
+        let n = i + 1;
+        match step {
+            Step::Expect(e) => {
+                let when = e
+                    .within
+                    .as_deref()
+                    .map_or_else(|| "now".to_owned(), |w| format!("within {w}"));
+                println!(
+                    "[{n}] a correct proxy now: {} — {} ({when})",
+                    e.name,
+                    describe(&e.check)
+                );
+                let wait = e
+                    .within
+                    .as_deref()
+                    .and_then(|w| timeouts.resolve(w).ok())
+                    .unwrap_or_default();
+                // The check's time budget, scaled down with a short pace.
+                tokio::time::sleep(pace.max(wait.min(pace * 10))).await;
+            }
+            other => match player.apply_step(c, other).await? {
+                Some(label) => println!("[{n}] agent: {label}"),
+                None => println!("[{n}] harness: {}", harness_step(other)),
+            },
+        }
+        tokio::time::sleep(pace).await;
+    }
+    println!("\ntimeline done");
+    Ok(())
+}
+
+async fn wait_to_start(pace: Duration) {
+    if std::io::stdin().is_terminal() {
+        println!("press Enter to play the timeline");
+        let _ =
+            tokio::task::spawn_blocking(|| std::io::stdin().read_line(&mut String::new())).await;
+    } else {
+        tokio::time::sleep(pace).await;
+    }
+}
+
+fn who(id: &Identity) -> String {
+    match id {
+        Identity::Service { service } => format!("a valid leaf for {service}"),
+        Identity::Named { name } => format!("the identity issued as {name}"),
+        Identity::UntrustedCa { service } => format!("a leaf for {service} from an untrusted CA"),
+        Identity::ForeignTrustDomain { service } => {
+            format!("a trusted-root leaf for {service} in a foreign trust domain")
+        }
+        Identity::Expired { service } => format!("an expired leaf for {service}"),
+        Identity::NoSpiffe => "a certificate without a SPIFFE URI".into(),
+        Identity::AgentId => "a certificate with an agent SPIFFE ID".into(),
+        Identity::CommonNameMismatch {
+            common_name,
+            service,
+        } => format!("CN {common_name} but URI SAN {service}"),
+        Identity::SelfSigned { service } => format!("a self-signed certificate for {service}"),
+        Identity::NoCert => "no client certificate".into(),
+    }
+}
+
+fn describe(check: &Check) -> String {
+    match check {
+        Check::Inbound { identity, outcome } => {
+            let verb = if *outcome == Outcome::Allowed {
+                "accepts"
+            } else {
+                "refuses"
+            };
+            format!(
+                "{verb} a new inbound connection presenting {}",
+                who(identity)
+            )
+        }
+        Check::Http {
+            path,
+            status,
+            method,
+            ..
+        } => {
+            format!(
+                "answers {} {path} with {status}",
+                method.as_deref().unwrap_or("GET")
+            )
+        }
+        Check::ConnOpen { conn } => format!("keeps connection {conn} open"),
+        Check::ConnClosed { conn } => format!("has closed connection {conn}"),
+        Check::ServedLeaf { service, .. } => {
+            format!("serves a leaf for {service} chaining to the active root")
+        }
+        Check::Upstream {
+            upstream, reach, ..
+        } => format!(
+            "carries upstream {upstream} traffic to one of {}",
+            reach.join(", ")
+        ),
+        Check::UpstreamRefused { upstream } => {
+            format!("sends no upstream {upstream} traffic to any instance")
+        }
+        Check::ListenerOpen { upstream } => format!("listens for upstream {upstream}"),
+        Check::AgentUsage { .. } => {
+            "uses blocking queries with its token, without hot polling".into()
+        }
+        Check::IndexResetHonoured => {
+            "resets its blocking index after the index went backwards".into()
+        }
+    }
+}
+
+fn harness_step(step: &Step) -> String {
+    match step {
+        Step::Open { conn, identity, .. } => format!(
+            "open connection {conn} presenting {} and keep it open",
+            who(identity)
+        ),
+        Step::Issue { name, service } => {
+            format!("issue a leaf for {service} now and keep it as {name}")
+        }
+        Step::Mark { name } => format!("mark {name}"),
+        Step::Idle { duration, reason } => format!("idle {duration}: {reason}"),
+        _ => "(nothing)".into(),
+    }
+}
