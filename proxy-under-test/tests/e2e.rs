@@ -1,0 +1,9 @@
+//! End-to-end tests: the proxy run in-process (library API) against agent-sim, one test per
+//! point of the proxy issue.
+
+mod e2e {
+    pub(crate) mod support;
+
+    mod inbound;
+    mod upstream;
+}
