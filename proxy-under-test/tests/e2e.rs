@@ -4,6 +4,8 @@
 mod e2e {
     pub(crate) mod support;
 
+    mod faults;
+    mod freshness;
     mod inbound;
     mod upstream;
 }
