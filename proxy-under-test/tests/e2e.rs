@@ -4,8 +4,12 @@
 mod e2e {
     pub(crate) mod support;
 
+    mod agent_use;
+    mod binary;
     mod faults;
     mod freshness;
     mod inbound;
+    mod l7;
+    mod startup;
     mod upstream;
 }

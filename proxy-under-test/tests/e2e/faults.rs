@@ -33,8 +33,12 @@ async fn world() -> (World, SocketAddr, FakeUpstream) {
     )
     .await;
     let c = w.c();
-    let cache = FakeUpstream::start("cache-1", &c.issue_identity("cache").unwrap(), &c.root_pems())
-        .await;
+    let cache = FakeUpstream::start(
+        "cache-1",
+        &c.issue_identity("cache").unwrap(),
+        &c.root_pems(),
+    )
+    .await;
     cache.register(c, "n2", "cache");
     w.allow("web");
     w.deny("api");
@@ -52,8 +56,15 @@ async fn data_path_holds(w: &World, open: &mut TlsStream<TcpStream>, up: SocketA
         web.echo(w.public(), b"new conn")
             .await
             .unwrap_or_else(|e| panic!("new web connection, round {i}: {e}"));
-        assert!(api.echo(w.public(), b"x").await.is_err(), "api allowed in round {i}");
-        assert_eq!(via_upstream(up).await.as_deref(), Ok("cache-1"), "upstream, round {i}");
+        assert!(
+            api.echo(w.public(), b"x").await.is_err(),
+            "api allowed in round {i}"
+        );
+        assert_eq!(
+            via_upstream(up).await.as_deref(),
+            Ok("cache-1"),
+            "upstream, round {i}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -164,7 +175,10 @@ async fn fail_closed_until_the_first_complete_configuration() {
         .expect("proxy ready after the leaf arrived")
         .unwrap()
         .unwrap();
-    w.probe("web").echo(proxy.inbound_addr(), b"now").await.unwrap();
+    w.probe("web")
+        .echo(proxy.inbound_addr(), b"now")
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,7 +197,10 @@ async fn fail_closed_when_servers_are_unreachable_from_the_start() {
         .expect("proxy ready after the servers came back")
         .unwrap()
         .unwrap();
-    w.probe("web").echo(proxy.inbound_addr(), b"now").await.unwrap();
+    w.probe("web")
+        .echo(proxy.inbound_addr(), b"now")
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,7 +220,10 @@ async fn index_reset_does_not_stall_the_watches() {
             e.seq > seq && e.path == "/v1/connect/intentions/match" && e.index.is_none()
         })
         .await;
-    assert!(restarted.is_some(), "intentions watch did not reset its index");
+    assert!(
+        restarted.is_some(),
+        "intentions watch did not reset its index"
+    );
     w.deny("web");
     eventually("deny after the index reset", PATIENCE, || async {
         !web.works(w.public()).await

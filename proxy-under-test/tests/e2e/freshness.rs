@@ -22,7 +22,10 @@ async fn intention_flip_refuses_new_and_cuts_open_connections() {
     })
     .await;
     eprintln!("intention change reached new connections after {took:?}");
-    stays("web stays refused", 5, || async { !web.works(w.public()).await }).await;
+    stays("web stays refused", 5, || async {
+        !web.works(w.public()).await
+    })
+    .await;
     assert!(
         closed_within(&mut open, PATIENCE).await,
         "open connection survived the deny"
@@ -42,7 +45,10 @@ async fn deleting_the_allow_falls_back_to_the_default_deny() {
     let mut open = web.connect(w.public()).await.unwrap();
     round_trip(&mut open, b"before").await.unwrap();
     w.c().delete_intention("web", "db").unwrap();
-    assert!(closed_within(&mut open, PATIENCE).await, "open connection survived");
+    assert!(
+        closed_within(&mut open, PATIENCE).await,
+        "open connection survived"
+    );
     assert!(!web.works(w.public()).await);
 }
 
@@ -86,11 +92,19 @@ async fn rotation(cross_sign: bool) {
     let mut fresh = w.c().issue_identity("web").unwrap();
     let leaf_only = certs(&fresh.cert_chain_pem).len() == 1;
     if !leaf_only {
-        let first_end = fresh.cert_chain_pem.find("-----END CERTIFICATE-----").unwrap();
-        fresh.cert_chain_pem.truncate(first_end + "-----END CERTIFICATE-----\n".len());
+        let first_end = fresh
+            .cert_chain_pem
+            .find("-----END CERTIFICATE-----")
+            .unwrap();
+        fresh
+            .cert_chain_pem
+            .truncate(first_end + "-----END CERTIFICATE-----\n".len());
     }
     let new_web = Probe::new(&fresh, &all_roots);
-    eventually("new-root client accepted", PATIENCE, || new_web.works(w.public())).await;
+    eventually("new-root client accepted", PATIENCE, || {
+        new_web.works(w.public())
+    })
+    .await;
     // The old root is still listed: old-root clients (that know the new root to check the
     // proxy's new leaf) are still accepted.
     Probe::new(&old_id, &all_roots)

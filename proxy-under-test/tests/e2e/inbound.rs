@@ -21,7 +21,11 @@ async fn intentions_allow_and_deny() {
     assert!(refused.is_err(), "api must be refused: {refused:?}");
     // No intention for `other`: the ACL default (deny) applies.
     assert!(w.probe("other").echo(w.public(), b"x").await.is_err());
-    assert_eq!(w.app_connections(), before, "refused probes reached the app");
+    assert_eq!(
+        w.app_connections(),
+        before,
+        "refused probes reached the app"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -36,6 +40,30 @@ async fn default_intention_policy_from_the_agent() {
     let _proxy = w.proxy().await;
     w.probe("other").echo(w.public(), b"x").await.unwrap();
     assert!(w.probe("api").echo(w.public(), b"x").await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_policy_from_the_acl_header_without_agent_read() {
+    // ACL default allow; the token may not read agent/self (explicit deny), so the proxy
+    // falls back to `X-Consul-Default-ACL-Policy` (allow) rather than guessing.
+    let w = World::new(
+        sim_builder().acls(ROOT_TOKEN, agent_sim::acl::DefaultPolicy::Allow),
+        json!({}),
+    )
+    .await;
+    let rules = format!("{SERVICE_IDENTITY_RULES}\nagent_prefix \"\" {{ policy = \"deny\" }}\n");
+    let (client, secret) = w.client_with(&rules);
+    w.deny("api");
+    let _proxy = start(proxy_under_test::Proxy::new(client, "db-sidecar-proxy")).await;
+    w.probe("other").echo(w.public(), b"x").await.unwrap();
+    assert!(w.probe("api").echo(w.public(), b"x").await.is_err());
+    let refused = w.c().request_log().into_iter().any(|e| {
+        e.path == "/v1/agent/self" && e.status == Some(403) && e.token.as_deref() == Some(&secret)
+    });
+    assert!(
+        refused,
+        "agent/self was not refused: the test proves nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,7 +98,11 @@ async fn forged_identities_are_refused() {
     }
     let got = Probe::anonymous(&roots).echo(w.public(), b"x").await;
     assert!(got.is_err(), "no client certificate: accepted");
-    assert_eq!(w.app_connections(), before, "a forged probe reached the app");
+    assert_eq!(
+        w.app_connections(),
+        before,
+        "a forged probe reached the app"
+    );
 
     // Authorization is by URI SAN: CN api with URI web is web.
     let swapped = Forgery::CommonNameMismatch {
@@ -98,7 +130,9 @@ async fn trust_domain_is_not_checked_unless_asked() {
     probe.echo(w.public(), b"like Consul").await.unwrap();
 
     // Turning the knob on through the registration applies without a restart.
-    w.register_db(json!({"Config": {"reauthorize_interval_ms": 200, "verify_trust_domain": true}}));
+    w.register_db(
+        &json!({"Config": {"reauthorize_interval_ms": 200, "verify_trust_domain": true}}),
+    );
     let mut snaps = proxy.snapshots();
     tokio::time::timeout(
         PATIENCE,
@@ -108,7 +142,10 @@ async fn trust_domain_is_not_checked_unless_asked() {
     .expect("registration change seen")
     .unwrap();
     assert!(probe.echo(w.public(), b"x").await.is_err());
-    w.probe("web").echo(w.public(), b"home domain").await.unwrap();
+    w.probe("web")
+        .echo(w.public(), b"home domain")
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -112,9 +112,19 @@ impl World {
     /// A sim from `builder`, an echo app, a proxy token and `db` (+ `db-sidecar-proxy`)
     /// registered with `proxy` as the sidecar's `Proxy` block (ports filled in).
     pub(crate) async fn new(builder: Builder, proxy: Value) -> Self {
+        let (app, app_conns) = echo_app().await;
+        Self::with_app(builder, proxy, app, app_conns).await
+    }
+
+    /// As [`World::new`] with another application behind the proxy.
+    pub(crate) async fn with_app(
+        builder: Builder,
+        proxy: Value,
+        app: SocketAddr,
+        app_conns: Arc<AtomicUsize>,
+    ) -> Self {
         logs();
         let sim = builder.start().await.unwrap();
-        let (app, app_conns) = echo_app().await;
         let public_port = free_port();
         let token = sim
             .control()
@@ -128,7 +138,7 @@ impl World {
             app_conns,
             public_port,
         };
-        w.register_db(proxy);
+        w.register_db(&proxy);
         w
     }
 
@@ -146,7 +156,7 @@ impl World {
     }
 
     /// (Re-)registers `db` on 127.0.0.1 with its sidecar.
-    pub(crate) fn register_db(&self, proxy: Value) {
+    pub(crate) fn register_db(&self, proxy: &Value) {
         self.c()
             .register(&json!({
                 "Name": "db", "Address": "127.0.0.1", "Port": self.app.port(),
@@ -157,6 +167,13 @@ impl World {
 
     pub(crate) fn client(&self) -> AgentClient {
         AgentClient::new(&self.sim.http_addr(), Some(self.token.clone())).unwrap()
+    }
+
+    /// A client holding a new token with `rules`; returns it with its secret.
+    pub(crate) fn client_with(&self, rules: &str) -> (AgentClient, String) {
+        let secret = self.c().create_token(rules, "other").unwrap().secret_id;
+        let client = AgentClient::new(&self.sim.http_addr(), Some(secret.clone())).unwrap();
+        (client, secret)
     }
 
     /// Starts the proxy for `db-sidecar-proxy` in-process and waits until it listens.
@@ -171,7 +188,10 @@ impl World {
 
     /// A probe holding a fresh leaf for `service`, trusting the current roots.
     pub(crate) fn probe(&self, service: &str) -> Probe {
-        Probe::new(&self.c().issue_identity(service).unwrap(), &self.c().root_pems())
+        Probe::new(
+            &self.c().issue_identity(service).unwrap(),
+            &self.c().root_pems(),
+        )
     }
 
     pub(crate) fn app_connections(&self) -> usize {
@@ -267,7 +287,10 @@ pub(crate) fn uris(der: &[u8]) -> Vec<String> {
 
 /// Serial number (colon hex) of a DER certificate.
 pub(crate) fn serial(der: &[u8]) -> String {
-    X509Certificate::from_der(der).unwrap().1.raw_serial_as_string()
+    X509Certificate::from_der(der)
+        .unwrap()
+        .1
+        .raw_serial_as_string()
 }
 
 /// `notAfter` of a DER certificate, Unix seconds.
@@ -521,8 +544,7 @@ impl FakeUpstream {
                     let (r, mut w) = tokio::io::split(tls);
                     let mut lines = BufReader::new(r).lines();
                     while let Ok(Some(line)) = lines.next_line().await {
-                        if w
-                            .write_all(format!("{me} {line}\n").as_bytes())
+                        if w.write_all(format!("{me} {line}\n").as_bytes())
                             .await
                             .is_err()
                         {

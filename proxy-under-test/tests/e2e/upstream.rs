@@ -22,9 +22,20 @@ async fn world() -> (World, SocketAddr) {
 }
 
 /// A fake instance `name` proving `identity_of`, registered for `service` on node `node`.
-async fn instance(w: &World, name: &str, identity_of: &str, node: &str, service: &str) -> FakeUpstream {
+async fn instance(
+    w: &World,
+    name: &str,
+    identity_of: &str,
+    node: &str,
+    service: &str,
+) -> FakeUpstream {
     let c = w.c();
-    let u = FakeUpstream::start(name, &c.issue_identity(identity_of).unwrap(), &c.root_pems()).await;
+    let u = FakeUpstream::start(
+        name,
+        &c.issue_identity(identity_of).unwrap(),
+        &c.root_pems(),
+    )
+    .await;
     u.register(c, node, service);
     u
 }
@@ -89,7 +100,10 @@ async fn impostor_instances_get_no_traffic() {
     for got in answers(addr, 6).await {
         assert_eq!(got, "cache-1");
     }
-    assert!(impostor.client_uris().is_empty(), "impostor completed a handshake");
+    assert!(
+        impostor.client_uris().is_empty(),
+        "impostor completed a handshake"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,9 +117,11 @@ async fn health_changes_move_traffic() {
     })
     .await;
     set_check(&w, "n2", "cache-1", "critical");
-    eventually("only cache-2 after cache-1 turned critical", PATIENCE, || async {
-        answers(addr, 4).await.iter().all(|a| a == "cache-2")
-    })
+    eventually(
+        "only cache-2 after cache-1 turned critical",
+        PATIENCE,
+        || async { answers(addr, 4).await.iter().all(|a| a == "cache-2") },
+    )
     .await;
     let _c3 = instance(&w, "cache-3", "cache", "n4", "cache").await;
     eventually("new instance cache-3 reached", PATIENCE, || async {
@@ -163,4 +179,3 @@ async fn resolver_failover_when_all_primaries_are_critical() {
     })
     .await;
 }
-
