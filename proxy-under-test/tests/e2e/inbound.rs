@@ -2,6 +2,8 @@
 //! identity refused, authorization by URI SAN (not CN), the trust-domain knob, and the identity
 //! the proxy serves.
 
+use std::time::Duration;
+
 use agent_sim::ca::Forgery;
 use serde_json::json;
 
@@ -160,4 +162,28 @@ async fn serves_a_db_leaf_chaining_to_the_active_root() {
         vec![format!("spiffe://{td}/ns/default/dc/dc1/svc/db")]
     );
     assert!(chains_to(&chain, &w.c().root_pems()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_probes_with_a_short_leaf_ttl_differ_only_in_their_forgery() {
+    // Leaf TTL of seconds (as in the leaf-renewal scenario): a trusted forgery is still
+    // current, so the proxy judges it by identity alone.
+    let w = World::new(sim_builder().leaf_ttl(Duration::from_secs(10)), json!({})).await;
+    w.allow("web");
+    w.deny("api");
+    let _proxy = w.proxy().await;
+    let (c, roots) = (w.c(), w.c().root_pems());
+    let foreign = Forgery::ForeignTrustDomain {
+        service: "web".into(),
+    };
+    let by_uri = Forgery::CommonNameMismatch {
+        common_name: "api".into(),
+        service: "web".into(),
+    };
+    for f in [foreign, by_uri] {
+        let got = Probe::new(&c.forge(&f).unwrap(), &roots)
+            .echo(w.public(), b"x")
+            .await;
+        assert!(got.is_ok(), "{f:?} refused: {got:?}");
+    }
 }
