@@ -31,6 +31,7 @@ pub(crate) async fn index_watch<T, F, Fut>(
     let mut limiter = RateLimiter::new(timing.rate_per_second, 2);
     loop {
         limiter.acquire().await;
+        tracing::debug!(watch = name, index, "watch read");
         match fetch(index).await {
             Ok(got) => {
                 metrics.agent_contact();
