@@ -6,6 +6,7 @@ mod e2e {
 
     mod agent_use;
     mod binary;
+    mod config;
     mod faults;
     mod freshness;
     mod inbound;

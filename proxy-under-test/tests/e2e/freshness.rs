@@ -162,3 +162,49 @@ fn time_now() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruned_root_cuts_its_identities() {
+    let w = World::basic().await;
+    w.allow("web");
+    let proxy = w.proxy().await;
+    let old_id = w.c().issue_identity("web").unwrap();
+    let mut open = Probe::new(&old_id, &w.c().root_pems())
+        .connect(w.public())
+        .await
+        .unwrap();
+    round_trip(&mut open, b"old root").await.unwrap();
+    // Old roots are pruned 2 x LeafCertTTL after the rotation: make that 4 s.
+    w.c().set_leaf_ttl(Duration::from_secs(2));
+    let before = w.c().root_pems();
+    w.c().rotate_ca(false).unwrap();
+    round_trip(&mut open, b"rotation alone keeps it")
+        .await
+        .unwrap();
+    let mut snaps = proxy.snapshots();
+    tokio::time::timeout(
+        PATIENCE,
+        snaps.wait_for(|s| {
+            s.as_ref()
+                .is_some_and(|s| s.roots.store.len() == 1 && w.c().root_pems().len() == 1)
+        }),
+    )
+    .await
+    .expect("old root pruned and seen by the proxy")
+    .unwrap();
+    assert!(
+        closed_within(&mut open, PATIENCE).await,
+        "connection of a pruned root's identity survived"
+    );
+    let now_roots = w.c().root_pems();
+    assert!(before.iter().all(|r| !now_roots.contains(r)));
+    let old = Probe::new(&old_id, &now_roots);
+    assert!(
+        old.echo(w.public(), b"x").await.is_err(),
+        "pruned identity accepted"
+    );
+    Probe::new(&w.c().issue_identity("web").unwrap(), &now_roots)
+        .echo(w.public(), b"new root")
+        .await
+        .unwrap();
+}

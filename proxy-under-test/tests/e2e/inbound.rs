@@ -31,6 +31,36 @@ async fn intentions_allow_and_deny() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_source_beats_the_wildcard() {
+    let w = World::basic().await;
+    w.c()
+        .put_intention("*", "db", &json!({"Action": "deny"}))
+        .unwrap();
+    w.allow("web");
+    let _proxy = w.proxy().await;
+    let (web, api) = (w.probe("web"), w.probe("api"));
+    web.echo(w.public(), b"precedence 9").await.unwrap();
+    assert!(
+        api.echo(w.public(), b"x").await.is_err(),
+        "* deny (8) ignored"
+    );
+
+    // Flip both (web first, so once api is allowed the proxy has seen both changes).
+    w.deny("web");
+    w.c()
+        .put_intention("*", "db", &json!({"Action": "allow"}))
+        .unwrap();
+    eventually("wildcard allow applies to api", PATIENCE, || {
+        api.works(w.public())
+    })
+    .await;
+    stays("web stays denied by its exact intention", 5, || async {
+        !web.works(w.public()).await
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn default_intention_policy_from_the_agent() {
     // ACL default deny, but default_intention_policy = allow wins (reference section 13).
     let w = World::new(
