@@ -1,5 +1,6 @@
 //! The real binary: `-proxy-id` with `CONSUL_HTTP_ADDR` / `CONSUL_HTTP_TOKEN` in its
-//! environment carries traffic, and SIGTERM drains and exits cleanly and promptly.
+//! environment carries traffic, and SIGTERM stops accepting, lets the open connection finish
+//! and exits cleanly and promptly once it has.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use nix::unistd::Pid;
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
+use tokio::time::Instant;
 
 use super::support::*;
 
@@ -58,12 +60,19 @@ async fn binary_carries_traffic_and_stops_on_sigterm() {
     })
     .await;
     round_trip(&mut open, b"while draining").await.unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+    // The last connection ends: the proxy exits well before the 10 s drain bound.
+    drop(open);
+    let closed = Instant::now();
+    let status = tokio::time::timeout(PATIENCE, child.wait())
         .await
-        .expect("exits within the drain bound")
+        .expect("exits")
         .unwrap();
+    let took = closed.elapsed();
     let logs = logs.await.unwrap();
     assert!(status.success(), "exit status {status:?}; logs:\n{logs}");
     assert!(logs.contains("shutting down"), "logs:\n{logs}");
-    assert!(closed_within(&mut open, Duration::from_secs(1)).await);
+    assert!(
+        took < Duration::from_secs(5),
+        "exit {took:?} after the last connection closed; logs:\n{logs}"
+    );
 }
