@@ -387,6 +387,33 @@ async fn after_an_error_the_watch_starts_over_without_an_index() {
     assert_eq!(sent, [None, Some("40".to_owned()), None]);
 }
 
+#[tokio::test]
+async fn only_blocking_reads_may_take_the_wait() {
+    // An agent that accepts and never answers.
+    let app = Router::new().fallback(|| std::future::pending::<Response>());
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    tokio::spawn(async move { axum::serve(l, app).await });
+    let c = AgentClient::new(&addr, None)
+        .unwrap()
+        .with_request_timeout(Duration::from_millis(300));
+    let wait = Duration::from_secs(300);
+    let quick = Duration::from_secs(5);
+    // Non-blocking reads (a first read, or the read after an error) give up quickly...
+    let roots = tokio::time::timeout(quick, c.roots(0, wait)).await;
+    assert_eq!(roots.expect("gave up").unwrap_err(), AgentError::Timeout);
+    let svc = tokio::time::timeout(quick, c.service("db-sidecar-proxy", None, wait)).await;
+    assert_eq!(svc.expect("gave up").unwrap_err(), AgentError::Timeout);
+    let policy = tokio::time::timeout(quick, c.default_policy()).await;
+    assert_eq!(policy.expect("gave up").unwrap_err(), AgentError::Timeout);
+    // ...a blocking read waits past its `wait`.
+    let blocked = tokio::time::timeout(Duration::from_secs(2), c.roots(7, wait)).await;
+    assert!(
+        blocked.is_err(),
+        "a blocking read gave up before its wait: {blocked:?}"
+    );
+}
+
 /// A complete canned agent for `db-sidecar-proxy` on `port`, app at `app`.
 fn full_agent(
     ca: &TestCa,
