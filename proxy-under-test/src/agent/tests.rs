@@ -390,7 +390,7 @@ async fn after_an_error_the_watch_starts_over_without_an_index() {
 #[tokio::test]
 async fn only_blocking_reads_may_take_the_wait() {
     // An agent that accepts and never answers.
-    let app = Router::new().fallback(|| std::future::pending::<Response>());
+    let app = Router::new().fallback(std::future::pending::<Response>);
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap().to_string();
     tokio::spawn(async move { axum::serve(l, app).await });
