@@ -30,6 +30,7 @@ const CONNECTS: usize = 300;
 const STREAM_CAP: Duration = Duration::from_secs(8);
 const STREAM_ROUNDS: usize = 3;
 const PHASE_CAP: Duration = Duration::from_secs(6);
+const BATCHES: usize = 10;
 
 /// The app behind the proxy. First byte `S`: sink (read to EOF, answer the byte count as a
 /// big-endian u64); `E`: echo.
@@ -118,47 +119,74 @@ async fn throughput(path: &Path, mib: u64) -> Result<(u64, f64), BoxError> {
     Ok((sent, secs))
 }
 
-/// Small round trips on one connection (after a warm-up); returns the durations.
-async fn round_trips(path: &Path) -> Result<Vec<Duration>, BoxError> {
-    let mut s = path.connect().await?;
-    s.write_all(b"E").await?;
+/// `n` small round trips on an open echo connection, appending each duration to `out`.
+async fn round_trips_on(
+    s: &mut Box<dyn Io>,
+    n: usize,
+    out: &mut Vec<Duration>,
+) -> Result<(), BoxError> {
     let msg = [0x42u8; SMALL];
     let mut buf = [0u8; SMALL];
-    let mut out = Vec::with_capacity(ROUND_TRIPS);
-    let phase = Instant::now();
-    for i in 0..ROUND_TRIPS + 500 {
+    for _ in 0..n {
         let t = Instant::now();
         s.write_all(&msg).await?;
         s.read_exact(&mut buf).await?;
-        if i >= 500 {
-            out.push(t.elapsed());
-        }
+        out.push(t.elapsed());
+    }
+    Ok(())
+}
+
+/// Small round trips on one connection per path, after a warm-up, in alternating batches so
+/// both paths see the same background load; returns (plain, proxied) durations.
+async fn round_trips(plain: &Path, via: &Path) -> Result<(Vec<Duration>, Vec<Duration>), BoxError> {
+    let (mut a, mut b) = (plain.connect().await?, via.connect().await?);
+    a.write_all(b"E").await?;
+    b.write_all(b"E").await?;
+    let mut warm = Vec::new();
+    round_trips_on(&mut a, 500, &mut warm).await?;
+    round_trips_on(&mut b, 500, &mut warm).await?;
+    let (mut pa, mut pb) = (Vec::new(), Vec::new());
+    let phase = Instant::now();
+    for _ in 0..BATCHES {
+        round_trips_on(&mut a, ROUND_TRIPS / BATCHES, &mut pa).await?;
+        round_trips_on(&mut b, ROUND_TRIPS / BATCHES, &mut pb).await?;
         if phase.elapsed() > PHASE_CAP {
             break;
         }
     }
-    Ok(out)
+    Ok((pa, pb))
 }
 
-/// A new connection (TCP, or TCP + mTLS handshake) plus one small round trip, each time.
-async fn connect_round_trips(path: &Path) -> Result<Vec<Duration>, BoxError> {
+/// A new connection (TCP, or TCP + mTLS handshake) plus one small round trip, `n` times.
+async fn connects(path: &Path, n: usize, out: &mut Vec<Duration>) -> Result<(), BoxError> {
     let msg = [0x42u8; SMALL];
     let mut buf = [0u8; SMALL];
-    let mut out = Vec::with_capacity(CONNECTS);
-    let phase = Instant::now();
-    for _ in 0..CONNECTS {
+    for _ in 0..n {
         let t = Instant::now();
         let mut s = path.connect().await?;
         s.write_all(b"E").await?;
         s.write_all(&msg).await?;
         s.read_exact(&mut buf).await?;
         out.push(t.elapsed());
-        drop(s);
+    }
+    Ok(())
+}
+
+/// New-connection round trips in alternating batches; returns (plain, proxied) durations.
+async fn connect_round_trips(
+    plain: &Path,
+    via: &Path,
+) -> Result<(Vec<Duration>, Vec<Duration>), BoxError> {
+    let (mut pa, mut pb) = (Vec::new(), Vec::new());
+    let phase = Instant::now();
+    for _ in 0..BATCHES {
+        connects(plain, CONNECTS / BATCHES, &mut pa).await?;
+        connects(via, CONNECTS / BATCHES, &mut pb).await?;
         if phase.elapsed() > PHASE_CAP {
             break;
         }
     }
-    Ok(out)
+    Ok((pa, pb))
 }
 
 fn percentile(samples: &mut [Duration], p: f64) -> Duration {
@@ -170,6 +198,11 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
 fn median(v: &mut [f64]) -> f64 {
     v.sort_unstable_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+fn diff(plain: Duration, via: Duration) -> String {
+    let d = via.as_secs_f64() - plain.as_secs_f64();
+    format!("{:+.1} µs", d * 1e6)
 }
 
 fn micros(d: Duration) -> String {
@@ -249,7 +282,7 @@ async fn run(mib: u64) -> Result<(), BoxError> {
         format!("{:.0}% of plain", vt / pt * 100.0),
     ]);
 
-    let (mut p, mut v) = (round_trips(&plain).await?, round_trips(&via).await?);
+    let (mut p, mut v) = round_trips(&plain, &via).await?;
     for (name, q) in [("p50", 0.5), ("p99", 0.99)] {
         let (a, b) = (percentile(&mut p, q), percentile(&mut v, q));
         rows.push([
@@ -260,14 +293,11 @@ async fn run(mib: u64) -> Result<(), BoxError> {
             ),
             micros(a),
             micros(b),
-            format!("+{}", micros(b.saturating_sub(a))),
+            diff(a, b),
         ]);
     }
 
-    let (mut p, mut v) = (
-        connect_round_trips(&plain).await?,
-        connect_round_trips(&via).await?,
-    );
+    let (mut p, mut v) = connect_round_trips(&plain, &via).await?;
     for (name, q) in [("p50", 0.5), ("p99", 0.99)] {
         let (a, b) = (percentile(&mut p, q), percentile(&mut v, q));
         rows.push([
@@ -278,7 +308,7 @@ async fn run(mib: u64) -> Result<(), BoxError> {
             ),
             micros(a),
             micros(b),
-            format!("+{}", micros(b.saturating_sub(a))),
+            diff(a, b),
         ]);
     }
 
