@@ -16,20 +16,27 @@ async fn intention_flip_refuses_new_and_cuts_open_connections() {
     let mut open = web.connect(w.public()).await.unwrap();
     round_trip(&mut open, b"before").await.unwrap();
 
+    let flipped = tokio::time::Instant::now();
     w.deny("web");
-    let took = eventually("new web connections refused", PATIENCE, || async {
-        !web.works(w.public()).await
-    })
-    .await;
-    eprintln!("intention change reached new connections after {took:?}");
-    stays("web stays refused", 5, || async {
-        !web.works(w.public()).await
-    })
-    .await;
     assert!(
         closed_within(&mut open, PATIENCE).await,
         "open connection survived the deny"
     );
+    let cut = flipped.elapsed();
+    // The change reaches the proxy through a blocking query and every open connection is
+    // re-checked on it (and every 200 ms): seconds would mean neither works.
+    assert!(
+        cut < Duration::from_secs(5),
+        "open connection cut only after {cut:?}"
+    );
+    eventually("new web connections refused", PATIENCE, || async {
+        !web.works(w.public()).await
+    })
+    .await;
+    stays("web stays refused", 5, || async {
+        !web.works(w.public()).await
+    })
+    .await;
 
     // And back: allowed again for new connections.
     w.allow("web");
