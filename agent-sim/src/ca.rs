@@ -297,9 +297,18 @@ impl Ca {
         &self.untrusted.root.cert_pem
     }
 
+    /// How far a leaf's NotBefore is backdated. Consul backdates by 1 min; for the sim's short
+    /// TTLs that would leave a leaf born nearly expired, so the backdate is capped at a tenth of
+    /// the TTL in whole seconds (identical to Consul for TTL >= 10 min). Forged leaves use it too,
+    /// so only their forged property differs from a real leaf.
+    pub(crate) fn leaf_backdate(&self) -> time::Duration {
+        let tenth = i64::try_from(self.settings.leaf_ttl.as_secs() / 10).unwrap_or(60);
+        time::Duration::minutes(1).min(time::Duration::seconds(tenth))
+    }
+
     /// Issues a fresh leaf for `service` in `dc` (empty = this CA's datacenter): a new EC P-256
-    /// key, signed by the active root, serial from the shared counter, valid from now − 1 min
-    /// for the leaf TTL. `index` is the raft index of this issuance.
+    /// key, signed by the active root, serial from the shared counter, valid from now minus
+    /// `leaf_backdate()` for the leaf TTL. `index` is the raft index of this issuance.
     pub fn issue_leaf(
         &mut self,
         service: &str,
@@ -314,12 +323,7 @@ impl Ca {
             });
         }
         let uri = service_uri(&self.trust_domain, &self.datacenter, service)?;
-        // Consul backdates by 1 min; for the sim's short TTLs that would leave a leaf born nearly
-        // expired, so the backdate is capped at a tenth of the TTL in whole seconds (identical to
-        // Consul for TTL >= 10 min).
-        let tenth = i64::try_from(self.settings.leaf_ttl.as_secs() / 10).unwrap_or(60);
-        let backdate = time::Duration::minutes(1).min(time::Duration::seconds(tenth));
-        let not_before = cert_time(now) - backdate;
+        let not_before = cert_time(now) - self.leaf_backdate();
         let not_after = checked_add(not_before, self.settings.leaf_ttl)
             .ok_or_else(|| CaError::InvalidTtl("leaf TTL is too large".into()))?;
         let serial = self.next_serial;

@@ -225,8 +225,14 @@ impl Metrics {
 /// Serves `GET /metrics` (any path, in fact) on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>) {
     loop {
-        let Ok((tcp, _)) = listener.accept().await else {
-            continue;
+        let tcp = match listener.accept().await {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning on the error.
+                tracing::warn!(error = %e, "metrics accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
         };
         let metrics = metrics.clone();
         tokio::spawn(async move {

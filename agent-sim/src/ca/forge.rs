@@ -78,7 +78,9 @@ impl Ca {
         let active = self.active_root()?;
         let dc = self.datacenter.as_str();
         let minute = time::Duration::minutes(1);
-        let valid_to = super::encoding::checked_add(now - minute, self.settings.leaf_ttl)
+        // Valid like a real leaf issued now (same backdate and TTL), except for `Expired`.
+        let valid_from = now - self.leaf_backdate();
+        let valid_to = super::encoding::checked_add(valid_from, self.settings.leaf_ttl)
             .ok_or_else(|| CaError::InvalidTtl("leaf TTL is too large".into()))?;
         let (uri, common_name, signer, not_before, not_after): (_, Option<&str>, _, _, _) =
             match what {
@@ -86,14 +88,14 @@ impl Ca {
                     Some(service_uri(&self.untrusted.trust_domain, dc, service)?),
                     None,
                     Some(&self.untrusted.root),
-                    now - minute,
+                    valid_from,
                     valid_to,
                 ),
                 Forgery::ForeignTrustDomain { service } => (
                     Some(service_uri(&self.foreign_trust_domain, dc, service)?),
                     None,
                     Some(active),
-                    now - minute,
+                    valid_from,
                     valid_to,
                 ),
                 Forgery::Expired { service } => (
@@ -107,7 +109,7 @@ impl Ca {
                     None,
                     Some(common_name.as_str()),
                     Some(active),
-                    now - minute,
+                    valid_from,
                     valid_to,
                 ),
                 Forgery::AgentId { node } => (
@@ -119,7 +121,7 @@ impl Ca {
                     )),
                     None,
                     Some(active),
-                    now - minute,
+                    valid_from,
                     valid_to,
                 ),
                 Forgery::CommonNameMismatch {
@@ -129,14 +131,14 @@ impl Ca {
                     Some(service_uri(&self.trust_domain, dc, service)?),
                     Some(common_name.as_str()),
                     Some(active),
-                    now - minute,
+                    valid_from,
                     valid_to,
                 ),
                 Forgery::SelfSigned { service } => (
                     Some(service_uri(&self.trust_domain, dc, service)?),
                     None,
                     None,
-                    now - minute,
+                    valid_from,
                     valid_to,
                 ),
             };

@@ -20,12 +20,17 @@ pub struct Blocking<T> {
     pub index: u64,
 }
 
+/// HTTP timeout of requests that do not block (first reads, reads after an error, agent/self,
+/// the services list). A blocking read may legitimately take `wait`; these may not.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// An agent HTTP client.
 #[derive(Debug, Clone)]
 pub struct AgentClient {
     http: reqwest::Client,
     base: String,
     token: Option<String>,
+    request_timeout: Duration,
     #[cfg(feature = "sabotage")]
     pub(crate) sabotage: crate::sabotage::ClientHooks,
 }
@@ -80,9 +85,25 @@ impl AgentClient {
             http,
             base: normalize_addr(addr)?,
             token: token.filter(|t| !t.is_empty()),
+            request_timeout: REQUEST_TIMEOUT,
             #[cfg(feature = "sabotage")]
             sabotage: Default::default(),
         })
+    }
+
+    /// Overrides the timeout of non-blocking requests ([`REQUEST_TIMEOUT`] by default).
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// The HTTP timeout for a read that blocks (`wait` + the server's jitter + slack) or not.
+    fn timeout_for(&self, blocking: bool, wait: Duration) -> Duration {
+        if blocking {
+            http_timeout(wait)
+        } else {
+            self.request_timeout
+        }
     }
 
     /// The base URL, e.g. `http://127.0.0.1:8500`.
@@ -160,9 +181,8 @@ impl AgentClient {
             query.push(("index", index.to_string()));
             query.push(("wait", format!("{}ms", wait.as_millis())));
         }
-        let resp = self
-            .send(method, path, &query, body, http_timeout(wait))
-            .await?;
+        let timeout = self.timeout_for(index > 0, wait);
+        let resp = self.send(method, path, &query, body, timeout).await?;
         let index = header(&resp, "X-Consul-Index")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
@@ -186,9 +206,8 @@ impl AgentClient {
             query.push(("wait", format!("{}ms", wait.as_millis())));
         }
         let path = format!("/v1/agent/service/{}", seg(id));
-        let resp = self
-            .send(Method::GET, &path, &query, None, http_timeout(wait))
-            .await?;
+        let timeout = self.timeout_for(!query.is_empty(), wait);
+        let resp = self.send(Method::GET, &path, &query, None, timeout).await?;
         let hash = header(&resp, "X-Consul-ContentHash").unwrap_or_default();
         Ok((Self::decode(resp).await?, hash))
     }
@@ -201,7 +220,7 @@ impl AgentClient {
                 "/v1/agent/services",
                 &[],
                 None,
-                Duration::from_secs(30),
+                self.request_timeout,
             )
             .await?;
         Self::decode(resp).await
@@ -305,7 +324,7 @@ impl AgentClient {
     /// The default intention policy from `/v1/agent/self` (`DebugConfig`), falling back to the
     /// `X-Consul-Default-ACL-Policy` header when the token may not read agent/self (403).
     pub async fn default_policy(&self) -> Result<DefaultPolicy, AgentError> {
-        let timeout = Duration::from_secs(30);
+        let timeout = self.request_timeout;
         match self
             .send(Method::GET, "/v1/agent/self", &[], None, timeout)
             .await

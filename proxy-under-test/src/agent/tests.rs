@@ -331,6 +331,89 @@ async fn watch_backs_off_on_errors_without_hot_looping() {
     )));
 }
 
+#[tokio::test]
+async fn after_an_error_the_watch_starts_over_without_an_index() {
+    // Index 40, then an error (an agent restart cutting the blocked read), then the restarted
+    // agent answers index 7 for anything up to 40 only after `wait` (Consul's rule for an index
+    // above the current one), and at once without an index.
+    let calls = Arc::new(Mutex::new(0u32));
+    let c2 = calls.clone();
+    let (fake, addr) = fake_agent(Arc::new(move |r: &Req| {
+        let n = {
+            let mut n = c2.lock().unwrap();
+            *n += 1;
+            *n
+        };
+        let roots = json!({"ActiveRootID": format!("r{n}"), "TrustDomain": "td", "Roots": []});
+        match (n, r.query.get("index").map(String::as_str)) {
+            (1, _) => ok_json(&roots, 40),
+            (2, _) => (StatusCode::SERVICE_UNAVAILABLE, vec![], "restarting".into()),
+            (_, Some("40")) => (StatusCode::INTERNAL_SERVER_ERROR, vec![], "parked".into()),
+            _ => ok_json(&roots, 7),
+        }
+    }))
+    .await;
+    let c = AgentClient::new(&addr, None).unwrap();
+    let (tx, mut rx) = mpsc::channel(16);
+    let t = fast();
+    let task = tokio::spawn(watches::index_watch(
+        "roots",
+        t,
+        Metrics::new(),
+        tx,
+        Update::Roots,
+        move |i| {
+            let c = c.clone();
+            async move { c.roots(i, t.wait).await }
+        },
+    ));
+    let mut active = Vec::new();
+    for _ in 0..2 {
+        match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+            Ok(Some(Update::Roots(r))) => active.push(r.active_root_id),
+            other => panic!("expected roots, got {other:?}"),
+        }
+    }
+    task.abort();
+    assert_eq!(active, ["r1", "r3"], "the post-error read is forwarded");
+    let sent: Vec<Option<String>> = fake
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .take(3)
+        .map(|r| r.query.get("index").cloned())
+        .collect();
+    assert_eq!(sent, [None, Some("40".to_owned()), None]);
+}
+
+#[tokio::test]
+async fn only_blocking_reads_may_take_the_wait() {
+    // An agent that accepts and never answers.
+    let app = Router::new().fallback(std::future::pending::<Response>);
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    tokio::spawn(async move { axum::serve(l, app).await });
+    let c = AgentClient::new(&addr, None)
+        .unwrap()
+        .with_request_timeout(Duration::from_millis(300));
+    let wait = Duration::from_secs(300);
+    let quick = Duration::from_secs(5);
+    // Non-blocking reads (a first read, or the read after an error) give up quickly...
+    let roots = tokio::time::timeout(quick, c.roots(0, wait)).await;
+    assert_eq!(roots.expect("gave up").unwrap_err(), AgentError::Timeout);
+    let svc = tokio::time::timeout(quick, c.service("db-sidecar-proxy", None, wait)).await;
+    assert_eq!(svc.expect("gave up").unwrap_err(), AgentError::Timeout);
+    let policy = tokio::time::timeout(quick, c.default_policy()).await;
+    assert_eq!(policy.expect("gave up").unwrap_err(), AgentError::Timeout);
+    // ...a blocking read waits past its `wait`.
+    let blocked = tokio::time::timeout(Duration::from_secs(2), c.roots(7, wait)).await;
+    assert!(
+        blocked.is_err(),
+        "a blocking read gave up before its wait: {blocked:?}"
+    );
+}
+
 /// A complete canned agent for `db-sidecar-proxy` on `port`, app at `app`.
 fn full_agent(
     ca: &TestCa,

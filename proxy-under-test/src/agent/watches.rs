@@ -1,6 +1,7 @@
 //! One task per watch: a loop of blocking reads obeying the index rules, the rate limit and the
 //! backoff, sending every changed result to the control plane. Errors never clear data: the
-//! control plane keeps the last good value (fail static).
+//! control plane keeps the last good value (fail static); after an error an index watch starts
+//! over with a non-blocking read.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -30,10 +31,15 @@ pub(crate) async fn index_watch<T, F, Fut>(
     let mut limiter = RateLimiter::new(timing.rate_per_second, 2);
     loop {
         limiter.acquire().await;
+        tracing::debug!(watch = name, index, "watch read");
         match fetch(index).await {
             Ok(got) => {
                 metrics.agent_contact();
-                backoff.reset();
+                if index > 0 {
+                    // Only a blocking read that came back proves the agent healthy again; the
+                    // non-blocking read after an error can be served from a stale cache.
+                    backoff.reset();
+                }
                 let changed = last_seen != Some(got.index);
                 if got.index < index {
                     tracing::info!(
@@ -51,6 +57,12 @@ pub(crate) async fn index_watch<T, F, Fut>(
             }
             Err(e) => {
                 metrics.watch_error(name);
+                // Like Consul's watch plans: start over with a non-blocking read and forward its
+                // result. An agent that restarted (or restored a snapshot) while the request was
+                // failing may never reach our old index again, and a blocking read on it would
+                // park the watch until `wait` expires.
+                index = 0;
+                last_seen = None;
                 let delay = backoff.failure();
                 tracing::warn!(watch = name, error = %e, retry_in = ?delay, failures = backoff.failures(), "agent watch failed; keeping last data");
                 if tx.is_closed() {

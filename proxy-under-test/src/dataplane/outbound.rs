@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
+use super::inbound::COPY_BUF;
 use super::{Shared, flag_set};
 use crate::metrics::RefuseReason;
 use crate::snapshot::{Endpoint, Snapshot, Target, Upstream};
@@ -167,7 +168,7 @@ async fn handle(mut tcp: TcpStream, name: String, bind: SocketAddr, shared: Arc<
     };
     let mut kill = shared.kill.clone();
     tokio::select! {
-        _ = tokio::io::copy_bidirectional(&mut tcp, &mut remote) => {}
+        _ = tokio::io::copy_bidirectional_with_sizes(&mut tcp, &mut remote, COPY_BUF, COPY_BUF) => {}
         _ = flag_set(&mut kill) => {}
     }
 }

@@ -205,3 +205,49 @@ fn forgeries_leave_the_serial_counter_alone_but_identities_count() {
         "03"
     );
 }
+
+#[test]
+fn forgeries_are_valid_now_with_a_short_leaf_ttl() {
+    // Only the forged property may fail: with a TTL of seconds, Consul's 1-minute backdate
+    // would leave every forged leaf already expired (the sim caps it at a tenth of the TTL,
+    // as for real leaves).
+    let mut ca = new_ca();
+    ca.set_leaf_ttl(std::time::Duration::from_secs(10));
+    let service = || "web".to_owned();
+    for what in [
+        Forgery::ForeignTrustDomain { service: service() },
+        Forgery::NoSpiffe {
+            common_name: service(),
+        },
+        Forgery::AgentId { node: service() },
+        Forgery::CommonNameMismatch {
+            common_name: "db".into(),
+            service: service(),
+        },
+    ] {
+        let id = ca.forge(&what, NOW).unwrap();
+        assert!(check(&ca, &id).is_ok(), "{what:?}: {:?}", check(&ca, &id));
+        let real = ca.issue_identity("web", "dc1", NOW, 9).unwrap();
+        let validity = |pem: &str| {
+            let der = ders(pem).remove(0);
+            let cert = parse(&der);
+            (
+                cert.validity().not_before.timestamp(),
+                cert.validity().not_after.timestamp(),
+            )
+        };
+        assert_eq!(
+            validity(&id.cert_chain_pem),
+            validity(&real.cert_chain_pem),
+            "{what:?}: same validity as a real leaf"
+        );
+    }
+    let untrusted = ca
+        .forge(&Forgery::UntrustedCa { service: service() }, NOW)
+        .unwrap();
+    assert!(is_unknown_issuer(&check(&ca, &untrusted)));
+    let expired = ca
+        .forge(&Forgery::Expired { service: service() }, NOW)
+        .unwrap();
+    assert!(is_expired(&check(&ca, &expired)));
+}
