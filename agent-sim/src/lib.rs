@@ -21,6 +21,7 @@ pub mod faults;
 pub mod filter;
 pub mod http;
 pub mod intention;
+pub mod play;
 pub mod preload;
 pub mod request_log;
 pub mod service;
