@@ -1,0 +1,3 @@
+//! The `conformance` binary.
+
+fn main() {}
