@@ -28,7 +28,12 @@ pub struct Timeouts(BTreeMap<String, Duration>);
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Self(DEFAULTS.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect())
+        Self(
+            DEFAULTS
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), *v))
+                .collect(),
+        )
     }
 }
 
