@@ -37,7 +37,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run scenarios against a proxy (default: the bundled reference proxy) and write reports.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the scenarios: id, profile, features.
     List(ListArgs),
     /// Exit 0 only if PROFILE is a full success in REPORT (re-graded from its checks).

@@ -24,6 +24,10 @@ use crate::world::World;
 /// Slack added to a proxy's declared bounds for scheduling and propagation on a busy machine.
 pub const BOUND_SLACK: Duration = Duration::from_millis(1000);
 
+/// Probe identities are issued afresh after this long (scenarios may use leaf TTLs of a few
+/// seconds).
+const IDENTITY_MAX_AGE: Duration = Duration::from_secs(1);
+
 /// The service name of the leaf probes use to look at the served certificate.
 const LEAF_PROBE_SERVICE: &str = "conformance-probe";
 
@@ -47,7 +51,7 @@ pub(crate) struct Exec<'w> {
     pub(crate) checks: Vec<CheckResult>,
     conns: BTreeMap<String, Conn>,
     named: BTreeMap<String, ClientIdentity>,
-    cache: BTreeMap<String, Option<ClientIdentity>>,
+    cache: BTreeMap<String, (Instant, Option<ClientIdentity>)>,
     marks: BTreeMap<String, Mark>,
     last_mark: Mark,
 }
@@ -198,7 +202,8 @@ impl<'w> Exec<'w> {
         }
     }
 
-    /// Client material for `identity` (`None` = no certificate); cached until a CA rotation.
+    /// Client material for `identity` (`None` = no certificate); cached for a second, and
+    /// until a CA rotation.
     fn identity(&mut self, identity: &Identity) -> Result<Option<ClientIdentity>, Error> {
         if let Identity::Named { name } = identity {
             return self
@@ -209,7 +214,9 @@ impl<'w> Exec<'w> {
                 .ok_or_else(|| Error::Step(format!("identity {name:?} was never issued")));
         }
         let key = format!("{identity:?}");
-        if let Some(hit) = self.cache.get(&key) {
+        if let Some((at, hit)) = self.cache.get(&key)
+            && at.elapsed() < IDENTITY_MAX_AGE
+        {
             return Ok(hit.clone());
         }
         let c = self.world.control();
@@ -245,7 +252,7 @@ impl<'w> Exec<'w> {
             Identity::NoCert => None,
             Identity::Named { .. } => None,
         };
-        self.cache.insert(key, material.clone());
+        self.cache.insert(key, (Instant::now(), material.clone()));
         Ok(material)
     }
 

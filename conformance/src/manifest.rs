@@ -8,6 +8,10 @@
 //! command = "my-proxy -proxy-id {proxy_id}"
 //! features = ["l4", "l7-http", "upstreams"]
 //!
+//! # appended when a scenario delivers the token as a file (default: set
+//! # CONSUL_HTTP_TOKEN_FILE instead)
+//! token_file_args = "-token-file {token_file}"
+//!
 //! [bounds]            # milliseconds
 //! reauthorize_ms = 1000
 //! max_lifetime_ms = 600000
@@ -60,6 +64,10 @@ pub struct Manifest {
     /// Declared features.
     #[serde(default)]
     pub features: Vec<String>,
+    /// Arguments appended to the command when a scenario delivers the token as a file; when
+    /// absent, the harness sets `CONSUL_HTTP_TOKEN_FILE` instead.
+    #[serde(default)]
+    pub token_file_args: Option<String>,
     /// Declared bounds.
     #[serde(default)]
     pub bounds: Bounds,
@@ -96,6 +104,7 @@ impl Manifest {
             version: Some(env!("CARGO_PKG_VERSION").into()),
             command: REFERENCE_COMMAND.into(),
             features: FEATURES.iter().map(|f| (*f).to_owned()).collect(),
+            token_file_args: Some("-token-file {token_file}".into()),
             bounds: Bounds {
                 reauthorize_ms: Some(300),
                 max_lifetime_ms: None,
@@ -143,6 +152,7 @@ impl Manifest {
             version: None,
             command: command.to_owned(),
             features: Vec::new(),
+            token_file_args: None,
             bounds: Bounds::default(),
             proxy_config: BTreeMap::new(),
         };
@@ -223,6 +233,9 @@ impl Manifest {
             return Err(bad("name: must not be empty".into()));
         }
         template::check(&self.command).map_err(|e| bad(format!("command: {e}")))?;
+        if let Some(a) = &self.token_file_args {
+            template::check(&format!("x {a}")).map_err(|e| bad(format!("token_file_args: {e}")))?;
+        }
         for f in &self.features {
             if !FEATURES.contains(&f.as_str()) {
                 return Err(bad(format!(

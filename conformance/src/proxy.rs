@@ -45,6 +45,7 @@ pub struct ProxyProcess {
     stderr: Arc<OutputRing>,
     exit: Option<ExitStatus>,
     torn_down: bool,
+    drains: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// Why the proxy was not ready.
@@ -116,11 +117,12 @@ impl ProxyProcess {
         let started = Instant::now();
         let stdout = Arc::new(OutputRing::new(DEFAULT_CAPACITY, started));
         let stderr = Arc::new(OutputRing::new(DEFAULT_CAPACITY, started));
+        let mut drains = Vec::new();
         if let Some(s) = child.stdout.take() {
-            output::drain(s, stdout.clone());
+            drains.push(output::drain(s, stdout.clone()));
         }
         if let Some(s) = child.stderr.take() {
-            output::drain(s, stderr.clone());
+            drains.push(output::drain(s, stderr.clone()));
         }
         Ok(Self {
             child,
@@ -130,6 +132,7 @@ impl ProxyProcess {
             stderr,
             exit: None,
             torn_down: false,
+            drains,
         })
     }
 
@@ -210,12 +213,15 @@ impl ProxyProcess {
             }
         }
         let _ = killpg(group, Signal::SIGKILL);
-        if self.exit.is_none() {
-            if let Ok(Ok(status)) =
+        if self.exit.is_none()
+            && let Ok(Ok(status)) =
                 tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await
-            {
-                self.exit = Some(status);
-            }
+        {
+            self.exit = Some(status);
+        }
+        // The group is gone, so the pipes are closed: let the drains read the last lines.
+        for d in self.drains.drain(..) {
+            let _ = tokio::time::timeout(Duration::from_secs(1), d).await;
         }
         self.torn_down = true;
         LIVE.lock().remove(&self.pgid);

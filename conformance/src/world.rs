@@ -174,10 +174,21 @@ impl World {
         ]
         .into_iter()
         .collect();
-        let argv = template::render(&manifest.command, &vars)?;
+        let mut argv = template::render(&manifest.command, &vars)?;
         let mut env = vec![("CONSUL_HTTP_ADDR".to_owned(), self.sim.http_addr())];
-        if self.delivery == TokenDelivery::Env {
-            env.push(("CONSUL_HTTP_TOKEN".to_owned(), self.token.clone()));
+        match (self.delivery, &manifest.token_file_args) {
+            (TokenDelivery::Env, _) => {
+                env.push(("CONSUL_HTTP_TOKEN".to_owned(), self.token.clone()));
+            }
+            (TokenDelivery::File, Some(args)) => {
+                // Rendered behind a dummy program name so an empty list is allowed.
+                let extra = template::render(&format!("x {args}"), &vars)?;
+                argv.extend(extra.into_iter().skip(1));
+            }
+            (TokenDelivery::File, None) => {
+                let file = self.token_file.display().to_string();
+                env.push(("CONSUL_HTTP_TOKEN_FILE".to_owned(), file));
+            }
         }
         Ok(ProxyCommand {
             argv,

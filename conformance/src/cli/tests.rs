@@ -5,8 +5,10 @@ use clap::Parser;
 use super::*;
 use crate::cli::run::{manifest, timeouts};
 
-fn parse(args: &[&str]) -> Cli {
-    Cli::try_parse_from(std::iter::once("conformance").chain(args.iter().copied())).unwrap()
+fn parse(args: &[&str]) -> Command {
+    Cli::try_parse_from(std::iter::once("conformance").chain(args.iter().copied()))
+        .unwrap()
+        .command
 }
 
 #[test]

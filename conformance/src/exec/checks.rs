@@ -150,12 +150,12 @@ impl Exec<'_> {
         match check {
             Check::Upstream { upstream, .. }
             | Check::UpstreamRefused { upstream }
-            | Check::ListenerOpen { upstream } => {
-                if self.world.upstream_addr(upstream).is_none() {
-                    return Err(Error::Step(format!(
-                        "upstream {upstream:?} is not in the setup"
-                    )));
-                }
+            | Check::ListenerOpen { upstream }
+                if self.world.upstream_addr(upstream).is_none() =>
+            {
+                return Err(Error::Step(format!(
+                    "upstream {upstream:?} is not in the setup"
+                )));
             }
             Check::ServedLeaf {
                 differs_from_mark: Some(m),

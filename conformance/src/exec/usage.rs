@@ -121,10 +121,10 @@ pub(crate) fn agent_usage(
     }
     let ms = window.as_millis().max(1);
     let rate = u128::try_from(in_window.len()).unwrap_or(u128::MAX) * 60_000 / ms;
-    if let Some(max) = spec.max_requests_per_minute {
-        if rate > u128::from(max) {
-            problems.push(format!("{rate} requests/min, above the bound of {max}"));
-        }
+    if let Some(max) = spec.max_requests_per_minute
+        && rate > u128::from(max)
+    {
+        problems.push(format!("{rate} requests/min, above the bound of {max}"));
     }
     let summary = format!("{} requests in {ms} ms ({rate}/min)", in_window.len());
     if problems.is_empty() {

@@ -84,7 +84,10 @@ impl OutputRing {
 }
 
 /// Drains `stream` into `ring` until EOF (lossy UTF-8, one entry per line).
-pub(crate) fn drain(stream: impl AsyncRead + Unpin + Send + 'static, ring: Arc<OutputRing>) {
+pub(crate) fn drain(
+    stream: impl AsyncRead + Unpin + Send + 'static,
+    ring: Arc<OutputRing>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut reader = BufReader::new(stream);
         let mut buf = Vec::new();
@@ -98,7 +101,7 @@ pub(crate) fn drain(stream: impl AsyncRead + Unpin + Send + 'static, ring: Arc<O
                 }
             }
         }
-    });
+    })
 }
 
 #[cfg(test)]

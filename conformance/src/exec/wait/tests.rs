@@ -94,13 +94,16 @@ async fn stable_for_holds_over_the_whole_window() {
 
 #[tokio::test(start_paused = true)]
 async fn late_is_measured_up_to_the_late_limit() {
-    let mut p = plan(Some(1000), None);
-    p.late = Some(Duration::from_millis(3000));
-    let e = run(p, |t| t >= 1800 * MS).await;
+    let p = || {
+        let mut p = plan(Some(1000), None);
+        p.late = Some(Duration::from_millis(3000));
+        p
+    };
+    let e = run(p(), |t| t >= 1800 * MS).await;
     assert_eq!(e.outcome, Outcome::Late { took: 1800 * MS });
-    let e = run(p, |t| t >= 500 * MS).await;
+    let e = run(p(), |t| t >= 500 * MS).await;
     assert_eq!(e.outcome, Outcome::Held { took: 500 * MS });
-    let e = run(p, |_| false).await;
+    let e = run(p(), |_| false).await;
     assert!(matches!(e.outcome, Outcome::Never { .. }));
 }
 
