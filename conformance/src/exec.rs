@@ -4,6 +4,8 @@
 //! scenario's timeline.
 
 mod checks;
+mod expected;
+mod observe;
 mod usage;
 mod wait;
 
