@@ -179,8 +179,9 @@ async fn play(
     ));
     let at = |t: Instant| ms(t.saturating_duration_since(started));
     let mut proxy = ProxyProcess::spawn(&command)?;
+    let spawned_ms = at(Instant::now());
     result.timeline.push(TimelineEvent::new(
-        at(Instant::now()),
+        spawned_ms,
         EventKind::Step,
         "proxy started",
     ));
@@ -225,6 +226,10 @@ async fn play(
         ));
     }
     result.timeline.push(stopped);
+    result
+        .timeline
+        .extend(artifacts::log_events(&proxy, spawned_ms));
+    result.timeline.sort_by_key(|e| e.at_ms);
     result
         .artifacts
         .extend(artifacts::collect(&proxy, &world.control().request_log()));

@@ -13,11 +13,27 @@ use super::{EXIT_FAILED, ListArgs, RunArgs, parse_profile};
 use crate::catalogue::{self, Selection};
 use crate::error::Error;
 use crate::manifest::Manifest;
-use crate::runner::{Lines, Progress, ProgressBar, RunConfig, default_jobs, run_all};
+use crate::runner::{Lines, Planned, Progress, ProgressBar, RunConfig, default_jobs, run_all};
 use crate::{exec, proxy};
 
 /// Exit code after Ctrl-C.
 const EXIT_INTERRUPTED: u8 = 130;
+
+/// Resolves on Ctrl-C or SIGTERM (a cancelled CI job): the caller kills every proxy group.
+async fn interrupted() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}
 
 /// The manifest the flags describe.
 pub(crate) fn manifest(args: &RunArgs) -> Result<Manifest, Error> {
@@ -76,15 +92,16 @@ fn profiles(names: &[String]) -> Result<Vec<Profile>, Error> {
         .collect()
 }
 
-fn print_list(plan: &[Scenario]) {
-    for s in plan {
+fn print_list(plan: &[(Scenario, bool)]) {
+    for (s, skipped) in plan {
         let p = match s.profile {
             Profile::Core => "core",
             Profile::L7 => "l7",
             Profile::Extended => "extended",
             Profile::Transparent => "transparent",
         };
-        println!("{:<34} {:<11} {}", s.id, p, s.features.join(","));
+        let skip = if *skipped { "  (skipped)" } else { "" };
+        println!("{:<34} {:<11} {}{skip}", s.id, p, s.features.join(","));
     }
 }
 
@@ -94,9 +111,9 @@ pub fn list(args: &ListArgs) -> Result<ExitCode, Error> {
         profiles: profiles(&args.profile)?,
         ..Selection::default()
     };
-    let plan: Vec<Scenario> = catalogue::select(scenarios(&args.scenario_dir)?, &sel)
+    let plan: Vec<(Scenario, bool)> = catalogue::select(scenarios(&args.scenario_dir)?, &sel)
         .into_iter()
-        .map(|p| p.scenario().clone())
+        .map(|p| (p.scenario().clone(), false))
         .collect();
     print_list(&plan);
     Ok(ExitCode::SUCCESS)
@@ -112,7 +129,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     };
     let plan = catalogue::select(scenarios(&args.scenario_dir)?, &sel);
     if args.list {
-        let list: Vec<Scenario> = plan.iter().map(|p| p.scenario().clone()).collect();
+        let list: Vec<(Scenario, bool)> = plan
+            .iter()
+            .map(|p| (p.scenario().clone(), matches!(p, Planned::Skip(_))))
+            .collect();
         print_list(&list);
         return Ok(ExitCode::SUCCESS);
     }
@@ -145,7 +165,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     let report = rt.block_on(async {
         tokio::select! {
             r = run_all(&cfg, plan, progress) => Some(r),
-            _ = tokio::signal::ctrl_c() => None,
+            () = interrupted() => None,
         }
     });
     let Some(report) = report else {

@@ -65,6 +65,11 @@ impl OutputRing {
         out
     }
 
+    /// Every kept line with its arrival time (ms since the process started).
+    pub fn lines(&self) -> Vec<(u64, String)> {
+        self.inner.lock().lines.iter().cloned().collect()
+    }
+
     /// The last `n` lines, without times.
     pub fn tail(&self, n: usize) -> Vec<String> {
         let inner = self.inner.lock();

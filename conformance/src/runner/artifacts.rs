@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use agent_sim::request_log::LogEntry;
-use reports::{Artifact, Environment};
+use reports::{Artifact, Environment, EventKind, TimelineEvent};
 
 use crate::proxy::ProxyProcess;
 
@@ -25,6 +25,30 @@ pub(super) fn collect(proxy: &ProxyProcess, log: &[LogEntry]) -> Vec<Artifact> {
     }
     out.push(Artifact::text("agent-requests", request_summary(log)));
     out
+}
+
+/// Proxy log lines placed on the timeline, at most.
+const MAX_LOG_EVENTS: usize = 30;
+
+/// The proxy's warnings and errors as timeline events; `spawned_ms` is when the proxy started
+/// on the scenario's axis.
+pub(super) fn log_events(proxy: &ProxyProcess, spawned_ms: u64) -> Vec<TimelineEvent> {
+    let notable = |l: &str| {
+        let upper = l.to_ascii_uppercase();
+        upper.contains("WARN") || upper.contains("ERROR") || upper.contains("PANIC")
+    };
+    proxy
+        .stdout()
+        .lines()
+        .into_iter()
+        .chain(proxy.stderr().lines())
+        .filter(|(_, l)| notable(l))
+        .take(MAX_LOG_EVENTS)
+        .map(|(at, line)| {
+            let label: String = line.chars().take(80).collect();
+            TimelineEvent::new(spawned_ms + at, EventKind::ProxyLog, label).detail(line)
+        })
+        .collect()
 }
 
 /// Counts by endpoint and status, then the last requests.
@@ -151,6 +175,29 @@ mod tests {
         assert!(
             text.contains("#2       2 GET /v1/agent/connect/ca/roots?index=3 [NO TOKEN] 200 2ms"),
             "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn warnings_and_errors_go_on_the_timeline() {
+        let cmd = crate::proxy::ProxyCommand {
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                "echo 'INFO fine'; echo 'WARN agent slow' >&2; echo 'ERROR boom'".into(),
+            ],
+            ..Default::default()
+        };
+        let mut p = ProxyProcess::spawn(&cmd).unwrap();
+        p.teardown(std::time::Duration::from_secs(2)).await;
+        let mut events = log_events(&p, 1000);
+        events.sort_by(|a, b| a.label.cmp(&b.label));
+        let labels: Vec<&str> = events.iter().map(|e| e.label.as_str()).collect();
+        assert_eq!(labels, ["ERROR boom", "WARN agent slow"]);
+        assert!(
+            events
+                .iter()
+                .all(|e| e.kind == EventKind::ProxyLog && e.at_ms >= 1000)
         );
     }
 
