@@ -249,10 +249,23 @@ pub async fn run_all(cfg: &RunConfig, plan: Vec<Planned>, progress: Arc<dyn Prog
         features: m.features.clone(),
         bounds: m.bounds_map(),
     };
+    let mut env = artifacts::environment();
+    let timeouts: Vec<String> = cfg
+        .timeouts
+        .iter()
+        .map(|(k, v)| format!("{k}={}ms", v.as_millis()))
+        .collect();
+    env.notes
+        .push(format!("named timeouts: {}", timeouts.join(", ")));
+    env.notes.push(format!(
+        "declared bounds are given {} ms of slack; {} job(s) in parallel",
+        crate::exec::BOUND_SLACK.as_millis(),
+        cfg.jobs
+    ));
     let mut report = Report::new(
         Harness::new(env!("CARGO_PKG_VERSION")),
         proxy,
-        artifacts::environment(),
+        env,
         started_at,
         cfg.seed,
     );
