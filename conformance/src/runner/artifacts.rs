@@ -33,10 +33,6 @@ const MAX_LOG_EVENTS: usize = 30;
 /// The proxy's warnings and errors as timeline events; `spawned_ms` is when the proxy started
 /// on the scenario's axis.
 pub(super) fn log_events(proxy: &ProxyProcess, spawned_ms: u64) -> Vec<TimelineEvent> {
-    let notable = |l: &str| {
-        let upper = l.to_ascii_uppercase();
-        upper.contains("WARN") || upper.contains("ERROR") || upper.contains("PANIC")
-    };
     proxy
         .stdout()
         .lines()
@@ -45,10 +41,38 @@ pub(super) fn log_events(proxy: &ProxyProcess, spawned_ms: u64) -> Vec<TimelineE
         .filter(|(_, l)| notable(l))
         .take(MAX_LOG_EVENTS)
         .map(|(at, line)| {
-            let label: String = line.chars().take(80).collect();
+            let label: String = without_timestamp(&line).chars().take(80).collect();
             TimelineEvent::new(spawned_ms + at, EventKind::ProxyLog, label).detail(line)
         })
         .collect()
+}
+
+/// A warning or error: a `WARN`/`ERROR` level among the first words (most log formats), or a
+/// line starting with `error`, `fatal` or a Rust panic.
+fn notable(line: &str) -> bool {
+    let first: Vec<&str> = line.split_whitespace().take(3).collect();
+    let level = |w: &&str| {
+        let w = w.trim_matches(|c: char| !c.is_ascii_alphabetic());
+        ["WARN", "WARNING", "ERROR", "ERR", "FATAL", "PANIC"].contains(&w)
+            || w.eq_ignore_ascii_case("warn")
+            || w.eq_ignore_ascii_case("error")
+    };
+    let lower = line.trim_start().to_ascii_lowercase();
+    first.iter().any(level)
+        || lower.starts_with("error")
+        || lower.starts_with("fatal")
+        || lower.starts_with("thread '")
+}
+
+/// The line without a leading RFC 3339 timestamp (the timeline already has the time).
+fn without_timestamp(line: &str) -> &str {
+    let trimmed = line.trim_start();
+    match trimmed.split_once(char::is_whitespace) {
+        Some((first, rest)) if first.len() >= 20 && first.as_bytes().get(10) == Some(&b'T') => {
+            rest.trim_start()
+        }
+        _ => trimmed,
+    }
 }
 
 /// Counts by endpoint and status, then the last requests.
@@ -184,16 +208,24 @@ mod tests {
             argv: vec![
                 "sh".into(),
                 "-c".into(),
-                "echo 'INFO fine'; echo 'WARN agent slow' >&2; echo 'ERROR boom'".into(),
+                "echo 'INFO fine error=none'; echo '2026-11-21T22:53:03.194263Z  WARN agent slow' >&2; \
+                 echo 'ERROR boom'; echo 'error: cannot start'"
+                    .into(),
             ],
             ..Default::default()
         };
         let mut p = ProxyProcess::spawn(&cmd).unwrap();
+        while p.exited().is_none() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         p.teardown(std::time::Duration::from_secs(2)).await;
         let mut events = log_events(&p, 1000);
         events.sort_by(|a, b| a.label.cmp(&b.label));
         let labels: Vec<&str> = events.iter().map(|e| e.label.as_str()).collect();
-        assert_eq!(labels, ["ERROR boom", "WARN agent slow"]);
+        assert_eq!(
+            labels,
+            ["ERROR boom", "WARN agent slow", "error: cannot start"]
+        );
         assert!(
             events
                 .iter()
