@@ -2,7 +2,8 @@
 //! `conformance reference-proxy` (the bundled reference proxy, run in-process).
 //!
 //! Exit codes: 0 = every claimed profile is a success (gate: the profile is), 1 = not, 2 =
-//! usage or harness error, 130 = interrupted.
+//! usage or harness error (also when any scenario ended `error`; reports are still written),
+//! 130 = interrupted.
 
 mod reference;
 mod run;

@@ -184,6 +184,14 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     for p in written {
         println!("wrote {}", p.display());
     }
+    if report
+        .scenarios
+        .iter()
+        .any(|s| s.verdict == reports::Verdict::Error)
+    {
+        // The harness itself failed somewhere: the grade says nothing reliable.
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    }
     let ok = claimed.iter().all(|p| {
         report
             .profile(*p)
