@@ -220,3 +220,22 @@ async fn bad_references_are_errors_not_panics() {
         None
     );
 }
+
+#[test]
+fn registration_bodies_snapshot() {
+    let (_app, _control, play) = player();
+    let bodies = json!({
+        "register": play.registration().unwrap(),
+        "instance": instance_registration(
+            &InstanceSpec {
+                id: "cache-2".into(),
+                service: "cache".into(),
+                identity: Some("web".into()),
+                status: Some("critical".into()),
+                hostname: Some("localhost".into()),
+            },
+            9301,
+        ),
+    });
+    insta::assert_json_snapshot!(bodies);
+}

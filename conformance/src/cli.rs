@@ -1,0 +1,194 @@
+//! The command line: `conformance run`, `conformance list`, `conformance gate` and the hidden
+//! `conformance reference-proxy` (the bundled reference proxy, run in-process).
+//!
+//! Exit codes: 0 = every claimed profile is a success (gate: the profile is), 1 = not, 2 =
+//! usage or harness error (also when any scenario ended `error`; reports are still written),
+//! 130 = interrupted.
+
+mod reference;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+pub use self::reference::reference_proxy;
+pub use self::run::{list, run};
+use crate::error::Error;
+
+/// Exit code: a claimed profile is not a success.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: bad usage or the harness failed.
+pub const EXIT_USAGE: u8 = 2;
+
+/// `conformance`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "conformance",
+    version,
+    about = "Drive a Consul Connect proxy through the conformance scenarios against a simulated agent"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run scenarios against a proxy (default: the bundled reference proxy) and write reports.
+    Run(Box<RunArgs>),
+    /// List the scenarios: id, profile, features.
+    List(ListArgs),
+    /// Exit 0 only if PROFILE is a full success in REPORT (re-graded from its checks).
+    Gate(GateArgs),
+    /// Run the bundled reference proxy in-process (used by the default manifest).
+    #[command(hide = true, name = "reference-proxy")]
+    ReferenceProxy(ReferenceArgs),
+}
+
+/// `conformance run`.
+#[derive(Debug, Args, Default)]
+pub struct RunArgs {
+    /// Command template of the proxy, e.g. 'my-proxy -proxy-id {proxy_id}' (placeholders:
+    /// {proxy_id} {service} {agent_addr} {token} {token_file} {exe}). Default: the bundled
+    /// reference proxy.
+    #[arg(long, value_name = "TEMPLATE")]
+    pub proxy_cmd: Option<String>,
+    /// Proxy manifest (TOML): name, version, command, features, bounds, proxy_config.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// Declared features, comma-separated (replaces the manifest's).
+    #[arg(long, value_name = "LIST")]
+    pub features: Option<String>,
+    /// A declared bound, e.g. reauthorize_ms=1000 (repeatable).
+    #[arg(long, value_name = "NAME=MS")]
+    pub bound: Vec<String>,
+    /// Claimed profiles, comma-separated (core, l7, extended); default: every profile run.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub profile: Vec<String>,
+    /// Only scenarios whose id matches (glob, repeatable or comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "GLOB")]
+    pub scenario: Vec<String>,
+    /// Report scenarios whose id matches as skipped (glob, repeatable or comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "GLOB")]
+    pub skip: Vec<String>,
+    /// Also load every *.toml scenario under DIR (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub scenario_dir: Vec<PathBuf>,
+    /// Scenarios run at the same time (default: available CPUs, at most 4).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Print the selected scenarios and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Where report.json, junit.xml, report.md and report.html go.
+    #[arg(long, value_name = "DIR", default_value = "conformance-report")]
+    pub report_dir: PathBuf,
+    /// Override a named timeout, e.g. propagation=10s (repeatable).
+    #[arg(long, value_name = "NAME=DURATION")]
+    pub timeout: Vec<String>,
+    /// Base seed for generated scenarios (default: random; recorded in the report).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// `conformance list`.
+#[derive(Debug, Args, Default)]
+pub struct ListArgs {
+    /// Also load every *.toml scenario under DIR (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub scenario_dir: Vec<PathBuf>,
+    /// Only these profiles.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub profile: Vec<String>,
+}
+
+/// `conformance gate`.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// A report.json written by `conformance run`.
+    pub report: PathBuf,
+    /// The profile that must be a full success.
+    #[arg(long)]
+    pub profile: String,
+}
+
+/// `conformance reference-proxy ...` (the reference proxy's own flags).
+#[derive(Debug, Args)]
+pub struct ReferenceArgs {
+    /// Passed to the reference proxy.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+/// Runs a parsed command line.
+pub fn main(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Run(a) => run(&a),
+        Command::List(a) => list(&a),
+        Command::Gate(a) => gate(&a),
+        Command::ReferenceProxy(a) => return reference_proxy(a.args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error [{}]: {e}", e.kind());
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// `conformance gate REPORT --profile P`.
+pub fn gate(args: &GateArgs) -> Result<ExitCode, Error> {
+    let profile: reports::Profile = args.profile.parse()?;
+    let text = std::fs::read_to_string(&args.report)
+        .map_err(|e| Error::io(format!("read {}", args.report.display()), e))?;
+    let report = reports::Report::from_json(&text)?;
+    match report.gate(profile) {
+        Ok(()) => {
+            println!("profile {profile}: success");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(failure) => {
+            println!("{failure}");
+            for o in &failure.offenders {
+                let Some(s) = report.scenarios.iter().find(|s| s.id == o.id) else {
+                    continue;
+                };
+                println!("  {} ({}):", o.id, o.verdict);
+                if let Some(e) = &s.error {
+                    println!("    harness error [{}]: {}", e.kind, e.message);
+                }
+                for c in s
+                    .checks
+                    .iter()
+                    .filter(|c| c.verdict != reports::Verdict::Pass)
+                {
+                    println!(
+                        "    {} [{}]: expected {}; observed {}",
+                        c.name, c.verdict, c.expected, c.observed
+                    );
+                }
+            }
+            Ok(ExitCode::from(EXIT_FAILED))
+        }
+    }
+}
+
+/// Parses a profile name of the scenario model.
+pub(crate) fn parse_profile(name: &str) -> Result<scenarios::Profile, Error> {
+    match name.trim() {
+        "core" => Ok(scenarios::Profile::Core),
+        "l7" => Ok(scenarios::Profile::L7),
+        "extended" => Ok(scenarios::Profile::Extended),
+        "transparent" => Ok(scenarios::Profile::Transparent),
+        other => Err(Error::Usage(format!(
+            "unknown profile {other:?}: expected core, l7, extended or transparent"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,276 @@
+//! `conformance run` and `conformance list`: manifest and selection from flags, the run on a
+//! multi-threaded runtime with Ctrl-C handling, reports written, exit code from the claimed
+//! profiles.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use reports::{Outcome, Report};
+use scenarios::{Profile, Scenario, Timeouts};
+
+use super::{EXIT_FAILED, ListArgs, RunArgs, parse_profile};
+use crate::catalogue::{self, Selection};
+use crate::error::Error;
+use crate::manifest::Manifest;
+use crate::runner::{Lines, Planned, Progress, ProgressBar, RunConfig, default_jobs, run_all};
+use crate::{exec, proxy};
+
+/// Exit code after Ctrl-C.
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// Resolves on Ctrl-C or SIGTERM (a cancelled CI job): the caller kills every proxy group.
+async fn interrupted() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}
+
+/// The manifest the flags describe.
+pub(crate) fn manifest(args: &RunArgs) -> Result<Manifest, Error> {
+    let mut m = match (&args.manifest, &args.proxy_cmd) {
+        (Some(path), cmd) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+            let mut m = Manifest::parse(path, &text)?;
+            if let Some(cmd) = cmd {
+                crate::template::check(cmd)?;
+                m.command.clone_from(cmd);
+            }
+            m
+        }
+        (None, Some(cmd)) => Manifest::from_command(cmd)?,
+        (None, None) => Manifest::reference(),
+    };
+    if let Some(f) = &args.features {
+        m.set_features(f)?;
+    }
+    for b in &args.bound {
+        m.set_bound(b)?;
+    }
+    Ok(m)
+}
+
+/// The named timeouts with `--timeout name=duration` overrides.
+pub(crate) fn timeouts(overrides: &[String]) -> Result<Timeouts, Error> {
+    let mut t = Timeouts::default();
+    for o in overrides {
+        let (name, value) = o
+            .split_once('=')
+            .ok_or_else(|| Error::Usage(format!("--timeout {o:?}: expected name=duration")))?;
+        let d = agent_sim::duration::GoDuration::parse(value.trim())
+            .map_err(|e| Error::Usage(format!("--timeout {name}: {e}")))?;
+        t.set(name.trim(), d.to_std()).map_err(Error::Usage)?;
+    }
+    Ok(t)
+}
+
+/// Every known scenario: the catalogue plus `--scenario-dir` files.
+fn scenarios(dirs: &[std::path::PathBuf]) -> Result<Vec<Scenario>, Error> {
+    let mut all = catalogue::builtin();
+    for d in dirs {
+        all.extend(catalogue::load_dir(d)?);
+    }
+    catalogue::check_unique(&all)?;
+    Ok(all)
+}
+
+fn profiles(names: &[String]) -> Result<Vec<Profile>, Error> {
+    names
+        .iter()
+        .filter(|n| !n.trim().is_empty())
+        .map(|n| parse_profile(n))
+        .collect()
+}
+
+fn print_list(plan: &[(Scenario, bool)]) {
+    for (s, skipped) in plan {
+        let p = match s.profile {
+            Profile::Core => "core",
+            Profile::L7 => "l7",
+            Profile::Extended => "extended",
+            Profile::Transparent => "transparent",
+        };
+        let skip = if *skipped { "  (skipped)" } else { "" };
+        println!("{:<34} {:<11} {}{skip}", s.id, p, s.features.join(","));
+    }
+}
+
+/// `conformance list`.
+pub fn list(args: &ListArgs) -> Result<ExitCode, Error> {
+    let sel = Selection {
+        profiles: profiles(&args.profile)?,
+        ..Selection::default()
+    };
+    let plan: Vec<(Scenario, bool)> = catalogue::select(scenarios(&args.scenario_dir)?, &sel)
+        .into_iter()
+        .map(|p| (p.scenario().clone(), false))
+        .collect();
+    print_list(&plan);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `conformance run`.
+pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
+    let claimed = profiles(&args.profile)?;
+    let sel = Selection {
+        include: args.scenario.clone(),
+        skip: args.skip.clone(),
+        profiles: claimed.clone(),
+    };
+    let plan = catalogue::select(scenarios(&args.scenario_dir)?, &sel);
+    if args.list {
+        let list: Vec<(Scenario, bool)> = plan
+            .iter()
+            .map(|p| (p.scenario().clone(), matches!(p, Planned::Skip(_))))
+            .collect();
+        print_list(&list);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let exe = std::env::current_exe().map_err(|e| Error::io("find the conformance binary", e))?;
+    let mut cfg = RunConfig::new(manifest(args)?, exe);
+    cfg.timeouts = timeouts(&args.timeout)?;
+    if let Some(seed) = args.seed {
+        cfg.seed = seed;
+    }
+    cfg.jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
+    // Claimed = asked for, or every profile with a selected scenario.
+    let mut claimed: Vec<reports::Profile> = claimed.into_iter().map(report_profile).collect();
+    if claimed.is_empty() {
+        claimed = plan
+            .iter()
+            .map(|p| report_profile(p.scenario().profile))
+            .collect();
+        claimed.sort();
+        claimed.dedup();
+    }
+    let progress: Arc<dyn Progress> = if std::io::stderr().is_terminal() {
+        Arc::new(ProgressBar::default())
+    } else {
+        Arc::new(Lines::default())
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("start the runtime", e))?;
+    let report = rt.block_on(async {
+        tokio::select! {
+            r = run_all(&cfg, plan, progress) => Some(r),
+            () = interrupted() => None,
+        }
+    });
+    let Some(report) = report else {
+        let n = proxy::kill_all_live();
+        eprintln!("interrupted: killed {n} proxy process group(s)");
+        drop(rt);
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    };
+    drop(rt);
+    let written =
+        reports::write_all(&report, &args.report_dir).map_err(|source| Error::ReportDir {
+            path: args.report_dir.clone(),
+            source,
+        })?;
+    summarize(&report, &claimed);
+    for p in written {
+        println!("wrote {}", p.display());
+    }
+    if report
+        .scenarios
+        .iter()
+        .any(|s| s.verdict == reports::Verdict::Error)
+    {
+        // The harness itself failed somewhere: the grade says nothing reliable.
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    }
+    let ok = claimed.iter().all(|p| {
+        report
+            .profile(*p)
+            .is_some_and(|r| r.outcome == Outcome::Success)
+    });
+    Ok(if ok && !claimed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAILED)
+    })
+}
+
+fn report_profile(p: Profile) -> reports::Profile {
+    match p {
+        Profile::Core => reports::Profile::Core,
+        Profile::L7 => reports::Profile::L7,
+        Profile::Extended => reports::Profile::Extended,
+        Profile::Transparent => reports::Profile::Transparent,
+    }
+}
+
+fn summarize(report: &Report, claimed: &[reports::Profile]) {
+    println!(
+        "{} {} — seed {} — {} ms (slack on declared bounds: {} ms)",
+        report.proxy.name,
+        report.proxy.version.as_deref().unwrap_or(""),
+        report.seed,
+        report.duration_ms,
+        exec::BOUND_SLACK.as_millis()
+    );
+    for p in &report.profiles {
+        if p.counts.total == 0 && !claimed.contains(&p.profile) {
+            continue;
+        }
+        let c = p.counts;
+        println!(
+            "  {:<12} {:<9} pass {} fail {} non-strict {} skipped {} error {} not-supported {}{}",
+            p.profile.as_str(),
+            p.outcome.as_str(),
+            c.pass,
+            c.fail,
+            c.non_strict,
+            c.skipped,
+            c.error,
+            c.not_supported,
+            if claimed.contains(&p.profile) {
+                "  (claimed)"
+            } else {
+                ""
+            }
+        );
+    }
+    for s in &report.scenarios {
+        if matches!(
+            s.verdict,
+            reports::Verdict::Pass | reports::Verdict::NotSupported
+        ) {
+            continue;
+        }
+        println!("  {} {}", s.verdict, s.id);
+        if let Some(e) = &s.error {
+            println!("      harness error [{}]: {}", e.kind, e.message);
+        }
+        for c in s
+            .checks
+            .iter()
+            .filter(|c| c.verdict != reports::Verdict::Pass)
+        {
+            println!(
+                "      {}: expected {}; observed {}",
+                c.name, c.expected, c.observed
+            );
+        }
+    }
+    if report
+        .scenarios
+        .iter()
+        .any(|s| s.verdict == reports::Verdict::Fail)
+    {
+        println!("  (details and timelines: report.html)");
+    }
+}

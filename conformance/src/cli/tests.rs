@@ -1,0 +1,145 @@
+//! Tests of flag handling: manifests from flags, timeout overrides, profiles, gate.
+
+use clap::Parser;
+
+use super::*;
+use crate::cli::run::{manifest, timeouts};
+
+fn parse(args: &[&str]) -> Command {
+    Cli::try_parse_from(std::iter::once("conformance").chain(args.iter().copied()))
+        .unwrap()
+        .command
+}
+
+#[test]
+fn run_flags_build_the_manifest() {
+    let Command::Run(a) = parse(&[
+        "run",
+        "--proxy-cmd",
+        "my-proxy -proxy-id {proxy_id}",
+        "--features",
+        "l4,upstreams",
+        "--bound",
+        "reauthorize_ms=2000",
+        "--profile",
+        "core,l7",
+        "--scenario",
+        "l4-*,intention-*",
+        "--skip",
+        "ca-*",
+    ]) else {
+        panic!("not run")
+    };
+    let m = manifest(&a).unwrap();
+    assert_eq!(m.name, "my-proxy");
+    assert_eq!(m.features, ["l4", "upstreams"]);
+    assert_eq!(m.bounds.reauthorize_ms, Some(2000));
+    assert_eq!(a.profile, ["core", "l7"]);
+    assert_eq!(a.scenario, ["l4-*", "intention-*"]);
+    assert_eq!(a.report_dir, PathBuf::from("conformance-report"));
+
+    let Command::Run(a) = parse(&["run"]) else {
+        panic!("not run")
+    };
+    assert_eq!(manifest(&a).unwrap(), crate::Manifest::reference());
+}
+
+#[test]
+fn timeout_overrides() {
+    let t = timeouts(&["propagation=10s".into(), "stable=750ms".into()]).unwrap();
+    assert_eq!(
+        t.get("propagation"),
+        Some(std::time::Duration::from_secs(10))
+    );
+    assert_eq!(t.get("stable"), Some(std::time::Duration::from_millis(750)));
+    assert!(
+        timeouts(&["nope=1s".into()])
+            .unwrap_err()
+            .to_string()
+            .contains("unknown timeout")
+    );
+    assert!(timeouts(&["propagation".into()]).is_err());
+    assert!(timeouts(&["propagation=soon".into()]).is_err());
+}
+
+#[test]
+fn profiles_parse() {
+    assert_eq!(parse_profile("l7").unwrap(), scenarios::Profile::L7);
+    assert_eq!(parse_profile("gold").unwrap_err().kind(), "usage");
+}
+
+#[test]
+fn reference_proxy_args_pass_through() {
+    let Command::ReferenceProxy(a) = parse(&[
+        "reference-proxy",
+        "-proxy-id",
+        "db-sidecar-proxy",
+        "--log-level",
+        "debug",
+    ]) else {
+        panic!("not reference-proxy")
+    };
+    assert_eq!(
+        a.args,
+        ["-proxy-id", "db-sidecar-proxy", "--log-level", "debug"]
+    );
+}
+
+#[test]
+fn gate_reads_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    let env = reports::Environment {
+        os: "linux".into(),
+        arch: "x86_64".into(),
+        cpus: 2,
+        hostname: None,
+        ci: false,
+        notes: vec![],
+    };
+    let proxy = reports::ProxyInfo {
+        name: "p".into(),
+        version: None,
+        command: "p".into(),
+        features: vec![],
+        bounds: Default::default(),
+    };
+    let mut report = reports::Report::new(
+        reports::Harness::new("0"),
+        proxy,
+        env,
+        "2026-01-01T00:00:00Z",
+        1,
+    );
+    let mut s = reports::ScenarioResult::new("a", "d", reports::Profile::Core, vec![]);
+    s.checks.push(reports::CheckResult::new(
+        "c",
+        reports::Requirement::Must,
+        reports::Verdict::Pass,
+        "e",
+        "o",
+    ));
+    report.scenarios.push(s);
+    report.grade();
+    std::fs::write(&path, reports::to_json(&report)).unwrap();
+    let ok = GateArgs {
+        report: path.clone(),
+        profile: "core".into(),
+    };
+    assert_eq!(gate(&ok).unwrap(), ExitCode::SUCCESS);
+    let not_run = GateArgs {
+        report: path.clone(),
+        profile: "l7".into(),
+    };
+    assert_eq!(gate(&not_run).unwrap(), ExitCode::from(EXIT_FAILED));
+    let bad = GateArgs {
+        report: path,
+        profile: "gold".into(),
+    };
+    assert_eq!(gate(&bad).unwrap_err().kind(), "unknown_profile");
+    let missing = GateArgs {
+        report: dir.path().join("nope.json"),
+        profile: "core".into(),
+    };
+    assert_eq!(gate(&missing).unwrap_err().kind(), "harness_io");
+}

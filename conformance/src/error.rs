@@ -1,0 +1,132 @@
+//! `Error`: what the runner itself can fail with (as opposed to what a proxy does wrong, which
+//! ends up as failed checks). Every variant has a stable snake_case machine name (`kind`) that
+//! reports carry in `ErrorInfo::kind`.
+
+use std::path::PathBuf;
+
+use agent_sim::SimError;
+use agent_sim::play::PlayError;
+use reports::ReportError;
+
+/// A harness error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A manifest file (or the equivalent flags) is invalid.
+    #[error("{origin}: {message}")]
+    Manifest {
+        /// The file, or `flags`.
+        origin: String,
+        /// What is wrong, naming the field.
+        message: String,
+    },
+    /// The command template cannot be split or names an unknown placeholder.
+    #[error("command template {template:?}: {message}")]
+    Template {
+        /// The template.
+        template: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A command-line value is invalid.
+    #[error("{0}")]
+    Usage(String),
+    /// A scenario file cannot be read or parsed.
+    #[error("{path}: {message}")]
+    Scenario {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The proxy process could not be started at all.
+    #[error("cannot start the proxy {program:?}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The simulated agent could not be started or refused a change.
+    #[error("agent-sim: {0}")]
+    Sim(#[from] SimError),
+    /// Playing the scenario's setup or an agent-side step failed.
+    #[error("agent-sim: {0}")]
+    Play(#[from] PlayError),
+    /// Local IO for the world (ports, apps, token file).
+    #[error("cannot {action}: {source}")]
+    Io {
+        /// What was being done.
+        action: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// TLS material from the sim could not be used.
+    #[error("TLS material: {0}")]
+    Tls(String),
+    /// A step refers to something the scenario never created.
+    #[error("scenario step: {0}")]
+    Step(String),
+    /// Reading or writing a report.
+    #[error(transparent)]
+    Report(#[from] ReportError),
+    /// Writing report files.
+    #[error("cannot write reports to {}: {source}", path.display())]
+    ReportDir {
+        /// The directory.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: ReportError,
+    },
+}
+
+impl Error {
+    /// The stable machine name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Manifest { .. } => "manifest_invalid",
+            Self::Template { .. } => "template_invalid",
+            Self::Usage(_) => "usage",
+            Self::Scenario { .. } => "scenario_invalid",
+            Self::Spawn { .. } => "proxy_spawn_failed",
+            Self::Sim(_) => "agent_start_failed",
+            Self::Play(e) => e.kind(),
+            Self::Io { .. } => "harness_io",
+            Self::Tls(_) => "tls_material",
+            Self::Step(_) => "step_invalid",
+            Self::Report(e) => e.kind(),
+            Self::ReportDir { .. } => "report_write_failed",
+        }
+    }
+
+    /// An `Io` error for `action`.
+    pub(crate) fn io(action: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            action: action.into(),
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_stable_snake_case() {
+        let errors = [
+            Error::Usage("x".into()),
+            Error::io("bind", std::io::Error::other("x")),
+            Error::Tls("bad pem".into()),
+            Error::Play(PlayError::UnknownInstance("c".into())),
+        ];
+        let kinds: Vec<_> = errors.iter().map(Error::kind).collect();
+        assert_eq!(
+            kinds,
+            ["usage", "harness_io", "tls_material", "unknown_instance"]
+        );
+    }
+}

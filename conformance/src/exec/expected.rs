@@ -1,0 +1,105 @@
+//! What a correct proxy shows, in words, for each check (the `expected` of a check result).
+
+use std::time::Duration;
+
+use scenarios::{Check, Expectation, Outcome as Expected, RootRef};
+
+use super::checks::Within;
+use super::describe_identity;
+
+/// What a correct proxy shows, in words.
+pub(super) fn expected(
+    exp: &Expectation,
+    within: Option<Within>,
+    stable: Option<Duration>,
+) -> String {
+    let mut text = match &exp.check {
+        Check::Inbound { identity, outcome } => match outcome {
+            Expected::Allowed => format!(
+                "{}'s bytes reach the app and come back",
+                describe_identity(identity)
+            ),
+            Expected::Refused => format!(
+                "{} refused (handshake fails or the connection closes before any byte reaches the app)",
+                describe_identity(identity)
+            ),
+        },
+        Check::Http {
+            identity,
+            conn,
+            method,
+            path,
+            status,
+            ..
+        } => {
+            let who = match (conn, identity) {
+                (Some(c), _) => format!("on connection {c}"),
+                (None, Some(i)) => format!("as {}", describe_identity(i)),
+                (None, None) => String::new(),
+            };
+            format!(
+                "{} {path} {who} answers HTTP {status}",
+                method.as_deref().unwrap_or("GET")
+            )
+        }
+        Check::ConnOpen { conn } => format!("connection {conn} still carries bytes both ways"),
+        Check::ConnClosed { conn } => format!("connection {conn} closed by the proxy"),
+        Check::ServedLeaf {
+            service,
+            root,
+            differs_from_mark,
+        } => {
+            let r = match root {
+                RootRef::Active => "the active root",
+                RootRef::AnyListed => "a listed root",
+            };
+            let mut t = format!("serves a leaf for svc/{service} chaining to {r}");
+            if let Some(m) = differs_from_mark {
+                t.push_str(&format!(", not the one served at {m}"));
+            }
+            t
+        }
+        Check::Upstream {
+            upstream,
+            reach,
+            all,
+            presented,
+        } => format!(
+            "bytes to upstream {upstream} reach {} of {reach:?}, presenting svc/{presented}",
+            if *all { "every one" } else { "one" }
+        ),
+        Check::UpstreamRefused { upstream } => {
+            format!("no byte through upstream {upstream} reaches any instance")
+        }
+        Check::ListenerOpen { upstream } => {
+            format!("the local listener of upstream {upstream} accepts connections")
+        }
+        Check::AgentUsage {
+            token_on_every_request,
+            blocking,
+            max_requests_per_minute,
+        } => {
+            let mut parts = Vec::new();
+            if *token_on_every_request {
+                parts.push("the token on every request".to_owned());
+            }
+            if !blocking.is_empty() {
+                parts.push(format!("blocking queries for {}", blocking.join(", ")));
+            }
+            if let Some(m) = max_requests_per_minute {
+                parts.push(format!("at most {m} requests/min"));
+            }
+            format!("agent usage: {}", parts.join(", "))
+        }
+        Check::IndexResetHonoured => {
+            "after the index reset the proxy sends a smaller index and keeps blocking".into()
+        }
+    };
+    if let (Some(w), Some(name)) = (within, &exp.within) {
+        text.push_str(&format!(" within {name} ({} ms)", w.bound.as_millis()));
+    }
+    if let Some(s) = stable {
+        text.push_str(&format!(", then for {} ms", s.as_millis()));
+    }
+    text
+}

@@ -1,0 +1,264 @@
+//! What each check observes: one observation per call (the within/stable_for evaluation
+//! repeats it), from probes of the proxy, the harness-run instances and the request log.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use agent_sim::ca::ClientIdentity;
+use scenarios::{Check, Outcome as Expected, RootRef};
+
+use super::Exec;
+use super::usage::{self, UsageSpec};
+use super::wait::Observation;
+use crate::probe::{self, HttpProbe, Inbound};
+use crate::tls;
+
+impl Exec<'_> {
+    pub(super) async fn observe(
+        &mut self,
+        check: &Check,
+        material: Option<&ClientIdentity>,
+    ) -> Observation {
+        let inbound = self.world.inbound_addr();
+        match check {
+            Check::Inbound { outcome, .. } => {
+                let seen = probe::inbound(inbound, material, &self.world.app).await;
+                let ok = match outcome {
+                    Expected::Allowed => matches!(seen, Inbound::Allowed { .. }),
+                    Expected::Refused => matches!(seen, Inbound::Refused { .. }),
+                };
+                Observation::new(ok, seen.to_string())
+            }
+            Check::Http {
+                conn,
+                method,
+                path,
+                headers,
+                status,
+                ..
+            } => {
+                let req = HttpProbe {
+                    method: method.clone().unwrap_or_else(|| "GET".into()),
+                    path: path.clone(),
+                    headers: headers.clone(),
+                };
+                let got = match conn {
+                    Some(c) => match self.conns.get_mut(c) {
+                        Some(c) => c.http(&req).await,
+                        None => Err(format!("connection {c} was never established")),
+                    },
+                    None => probe::http_one_shot(inbound, material, &req).await,
+                };
+                match got {
+                    Ok(s) => Observation::new(s == *status, format!("HTTP {s}")),
+                    Err(e) => Observation::new(false, e),
+                }
+            }
+            Check::ConnOpen { conn } => match self.conns.get_mut(conn) {
+                None => Observation::new(false, format!("connection {conn} was never established")),
+                Some(c) => match c.check_open().await {
+                    Ok(ms) => Observation::new(true, format!("round trip in {ms} ms")),
+                    Err(e) => Observation::new(false, format!("not usable: {e}")),
+                },
+            },
+            Check::ConnClosed { conn } => match self.conns.get(conn) {
+                None => Observation::new(false, format!("connection {conn} was never established")),
+                Some(c) => match c.closed() {
+                    Some((at, how)) => Observation {
+                        ok: true,
+                        text: how,
+                        since: Some(at),
+                    },
+                    None => Observation::new(false, "open (no close seen)"),
+                },
+            },
+            Check::ServedLeaf {
+                service,
+                root,
+                differs_from_mark,
+            } => {
+                self.observe_leaf(material, service, *root, differs_from_mark.as_deref())
+                    .await
+            }
+            Check::Upstream {
+                upstream,
+                reach,
+                all,
+                presented,
+            } => {
+                self.observe_upstream(upstream, reach, *all, presented)
+                    .await
+            }
+            Check::UpstreamRefused { upstream } => {
+                let Some(addr) = self.world.upstream_addr(upstream) else {
+                    return Observation::new(false, "no such upstream");
+                };
+                let attempt = probe::upstream_once(addr).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                match (self.world.instances.who_saw(&attempt.token), attempt.answer) {
+                    (Some((i, _)), _) => {
+                        Observation::new(false, format!("bytes reached instance {}", i.id))
+                    }
+                    (None, Ok(id)) => Observation::new(false, format!("answered {id:?}")),
+                    (None, Err(e)) => {
+                        Observation::new(true, format!("no instance received bytes ({e})"))
+                    }
+                }
+            }
+            Check::ListenerOpen { upstream } => {
+                let Some(addr) = self.world.upstream_addr(upstream) else {
+                    return Observation::new(false, "no such upstream");
+                };
+                match probe::listener_open(addr).await {
+                    Ok(()) => Observation::new(true, format!("{addr} accepts connections")),
+                    Err(e) => Observation::new(false, format!("{addr}: {e}")),
+                }
+            }
+            Check::AgentUsage {
+                token_on_every_request,
+                blocking,
+                max_requests_per_minute,
+            } => {
+                let log = self.world.control().request_log();
+                let spec = UsageSpec {
+                    token_on_every_request: *token_on_every_request,
+                    blocking,
+                    max_requests_per_minute: *max_requests_per_minute,
+                };
+                let window = self.last_mark.at.elapsed();
+                usage::agent_usage(
+                    &log,
+                    self.last_mark.log_seq,
+                    window,
+                    &self.world.token,
+                    spec,
+                )
+            }
+            Check::IndexResetHonoured => {
+                let log = self.world.control().request_log();
+                usage::index_reset_honoured(&log, self.last_mark.log_seq)
+            }
+        }
+    }
+
+    async fn observe_leaf(
+        &mut self,
+        material: Option<&ClientIdentity>,
+        service: &str,
+        root: RootRef,
+        differs_from: Option<&str>,
+    ) -> Observation {
+        let chain = match probe::served_chain(self.world.inbound_addr(), material).await {
+            Ok(c) => c,
+            Err(e) => return Observation::new(false, format!("no certificate served: {e}")),
+        };
+        let Some(leaf) = chain.first() else {
+            return Observation::new(false, "an empty chain");
+        };
+        let roots = agent_sim::play::roots(self.world.control());
+        let mut problems = Vec::new();
+        let uris = tls::uri_sans(leaf);
+        let uri = uris.first().cloned().unwrap_or_default();
+        match tls::spiffe_service(&uri) {
+            Some((td, svc)) => {
+                if svc != service {
+                    problems.push(format!("names svc/{svc}, not svc/{service}"));
+                }
+                if !td.eq_ignore_ascii_case(&roots.trust_domain) {
+                    problems.push(format!("trust domain {td}, not {}", roots.trust_domain));
+                }
+            }
+            None => problems.push(format!("no Consul service SPIFFE ID (URI SANs {uris:?})")),
+        }
+        let (pems, which) = match root {
+            RootRef::Active => (vec![roots.active_pem.clone()], "the active root"),
+            RootRef::AnyListed => (roots.pems.clone(), "a listed root"),
+        };
+        if let Err(e) = tls::verify_chain(&chain, &pems) {
+            problems.push(format!("does not chain to {which}: {e}"));
+        }
+        if let Some(m) = differs_from {
+            match self.marks.get(m).map(|m| m.leaf.as_deref()) {
+                Some(Some(old)) if old == leaf.as_ref() => {
+                    problems.push(format!("still the leaf served at {m}"));
+                }
+                Some(Some(_)) => {}
+                _ => problems.push(format!("no leaf was captured at {m}")),
+            }
+        }
+        let serial = tls::serial(leaf);
+        if problems.is_empty() {
+            Observation::new(true, format!("leaf {serial} for {uri}, chains to {which}"))
+        } else {
+            Observation::new(false, format!("leaf {serial}: {}", problems.join("; ")))
+        }
+    }
+
+    async fn observe_upstream(
+        &mut self,
+        upstream: &str,
+        reach: &[String],
+        all: bool,
+        presented: &str,
+    ) -> Observation {
+        let Some(addr) = self.world.upstream_addr(upstream) else {
+            return Observation::new(false, "no such upstream");
+        };
+        let tries = if all { (reach.len() * 4).max(6) } else { 1 };
+        let mut reached = BTreeSet::new();
+        for n in 1..=tries {
+            let attempt = probe::upstream_once(addr).await;
+            if let Err(e) = &attempt.answer {
+                let hints: Vec<String> = self
+                    .world
+                    .instances
+                    .iter()
+                    .filter_map(|i| i.failures().pop().map(|f| format!("{}: {f}", i.id)))
+                    .collect();
+                let hint = if hints.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [instances: {}]", hints.join("; "))
+                };
+                return Observation::new(false, format!("no instance answered: {e}{hint}"));
+            }
+            let Some((inst, seen)) = self.world.instances.who_saw(&attempt.token) else {
+                return Observation::new(
+                    false,
+                    format!("answer {:?} from no known instance", attempt.answer),
+                );
+            };
+            if !reach.contains(&inst.id) {
+                return Observation::new(
+                    false,
+                    format!("reached {}, not one of {reach:?}", inst.id),
+                );
+            }
+            let svc = seen
+                .presented
+                .as_deref()
+                .and_then(tls::spiffe_service)
+                .map(|(_, s)| s);
+            if svc.as_deref() != Some(presented) {
+                return Observation::new(
+                    false,
+                    format!("{} saw the proxy present {:?}", inst.id, seen.presented),
+                );
+            }
+            reached.insert(inst.id.clone());
+            if !all {
+                return Observation::new(true, format!("reached {} as svc/{presented}", inst.id));
+            }
+            if reach.iter().all(|r| reached.contains(r)) {
+                return Observation::new(
+                    true,
+                    format!("reached all of {reach:?} in {n} connections"),
+                );
+            }
+        }
+        Observation::new(
+            false,
+            format!("reached only {reached:?} in {tries} connections"),
+        )
+    }
+}

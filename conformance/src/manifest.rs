@@ -1,0 +1,252 @@
+//! What a proxy declares about itself: name, version, command template, features, bounds and
+//! extra `Proxy.Config` keys. From a TOML file (`--manifest`), from flags (`--proxy-cmd`,
+//! `--features`, `--bound`), or built in for the bundled reference proxy.
+//!
+//! ```toml
+//! name = "my-proxy"
+//! version = "1.4.0"
+//! command = "my-proxy -proxy-id {proxy_id}"
+//! features = ["l4", "l7-http", "upstreams"]
+//!
+//! # appended when a scenario delivers the token as a file (default: set
+//! # CONSUL_HTTP_TOKEN_FILE instead)
+//! token_file_args = "-token-file {token_file}"
+//!
+//! [bounds]            # milliseconds
+//! reauthorize_ms = 1000
+//! max_lifetime_ms = 600000
+//!
+//! [proxy_config]      # merged into the sidecar registration's Proxy.Config
+//! reauthorize_interval_ms = 1000
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::Error;
+use crate::template;
+
+/// Every feature a proxy can declare (the vocabulary of scenario `features`).
+pub const FEATURES: [&str; 11] = [
+    "l4",
+    "l7-http",
+    "upstreams",
+    "discovery-chain",
+    "persistent-connections",
+    "fail-static",
+    "ca-rotation",
+    "leaf-renewal",
+    "config-reload",
+    "token-file",
+    "agent-blocking",
+];
+
+/// Names of the bounds a proxy can declare, in milliseconds.
+pub const BOUNDS: [&str; 2] = ["reauthorize_ms", "max_lifetime_ms"];
+
+/// Command of the bundled reference proxy (`{exe}` is the conformance binary itself).
+pub const REFERENCE_COMMAND: &str = "{exe} reference-proxy -proxy-id {proxy_id}";
+
+/// What a proxy declares.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Proxy name for the report.
+    pub name: String,
+    /// Proxy version, if known.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Command template (see [`template`]).
+    pub command: String,
+    /// Declared features.
+    #[serde(default)]
+    pub features: Vec<String>,
+    /// Arguments appended to the command when a scenario delivers the token as a file; when
+    /// absent, the harness sets `CONSUL_HTTP_TOKEN_FILE` instead.
+    #[serde(default)]
+    pub token_file_args: Option<String>,
+    /// Declared bounds.
+    #[serde(default)]
+    pub bounds: Bounds,
+    /// Extra keys for the sidecar's `Proxy.Config`.
+    #[serde(default)]
+    pub proxy_config: BTreeMap<String, Value>,
+}
+
+/// Bounds a proxy claims, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bounds {
+    /// Open connections are re-authorized at least this often.
+    #[serde(default)]
+    pub reauthorize_ms: Option<u64>,
+    /// Connections are closed at this age.
+    #[serde(default)]
+    pub max_lifetime_ms: Option<u64>,
+}
+
+// === impl Manifest ===
+
+impl Manifest {
+    /// The bundled reference proxy: every feature, a 300 ms re-authorization interval, and
+    /// small drain/dial timeouts so scenarios stay fast.
+    pub fn reference() -> Self {
+        let knobs = [
+            ("reauthorize_interval_ms", json!(300)),
+            ("drain_timeout_ms", json!(200)),
+            ("upstream_connect_timeout_ms", json!(2000)),
+        ];
+        Self {
+            name: "proxy-under-test".into(),
+            version: Some(env!("CARGO_PKG_VERSION").into()),
+            command: REFERENCE_COMMAND.into(),
+            features: FEATURES.iter().map(|f| (*f).to_owned()).collect(),
+            token_file_args: Some("-token-file {token_file}".into()),
+            bounds: Bounds {
+                reauthorize_ms: Some(300),
+                max_lifetime_ms: None,
+            },
+            proxy_config: knobs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+        }
+    }
+
+    /// Parses a manifest file's text; errors name the file (and line, for TOML errors).
+    pub fn parse(path: &Path, text: &str) -> Result<Self, Error> {
+        let origin = path.display().to_string();
+        let manifest: Self = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| {
+                text.as_bytes()[..s.start.min(text.len())]
+                    .iter()
+                    .filter(|b| **b == b'\n')
+                    .count()
+                    + 1
+            });
+            Error::Manifest {
+                origin: match line {
+                    Some(l) => format!("{origin}:{l}"),
+                    None => origin.clone(),
+                },
+                message: e.message().to_owned(),
+            }
+        })?;
+        manifest.validate(&origin)?;
+        Ok(manifest)
+    }
+
+    /// A manifest from flags only: the name is the program's file name.
+    pub fn from_command(command: &str) -> Result<Self, Error> {
+        let words = template::split(command).map_err(|message| Error::Template {
+            template: command.to_owned(),
+            message,
+        })?;
+        let name = words
+            .first()
+            .and_then(|w| Path::new(w).file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "proxy".into());
+        let m = Self {
+            name,
+            version: None,
+            command: command.to_owned(),
+            features: Vec::new(),
+            token_file_args: None,
+            bounds: Bounds::default(),
+            proxy_config: BTreeMap::new(),
+        };
+        m.validate("--proxy-cmd")?;
+        Ok(m)
+    }
+
+    /// `--features a,b` replaces the declared features.
+    pub fn set_features(&mut self, list: &str) -> Result<(), Error> {
+        self.features = list
+            .split(',')
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned)
+            .collect();
+        self.validate("--features")
+    }
+
+    /// `--bound name=ms` sets one bound.
+    pub fn set_bound(&mut self, spec: &str) -> Result<(), Error> {
+        let bad = |message: String| Error::Manifest {
+            origin: "--bound".into(),
+            message,
+        };
+        let (name, value) = spec
+            .split_once('=')
+            .ok_or_else(|| bad(format!("expected name=milliseconds, got {spec:?}")))?;
+        let ms: u64 = value
+            .trim()
+            .trim_end_matches("ms")
+            .parse()
+            .map_err(|_| bad(format!("{name}: {value:?} is not a number of milliseconds")))?;
+        match name.trim() {
+            "reauthorize_ms" => self.bounds.reauthorize_ms = Some(ms),
+            "max_lifetime_ms" => self.bounds.max_lifetime_ms = Some(ms),
+            other => {
+                return Err(bad(format!(
+                    "unknown bound {other:?}; known: {}",
+                    BOUNDS.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether every feature of `needed` is declared; `Err` lists the missing ones.
+    pub fn supports(&self, needed: &[String]) -> Result<(), Vec<String>> {
+        let missing: Vec<String> = needed
+            .iter()
+            .filter(|f| !self.features.contains(f))
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(missing)
+        }
+    }
+
+    /// The bounds as the report lists them.
+    pub fn bounds_map(&self) -> BTreeMap<String, u64> {
+        let b = self.bounds;
+        [
+            ("reauthorize_ms", b.reauthorize_ms),
+            ("max_lifetime_ms", b.max_lifetime_ms),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))
+        .collect()
+    }
+
+    fn validate(&self, origin: &str) -> Result<(), Error> {
+        let bad = |message: String| Error::Manifest {
+            origin: origin.to_owned(),
+            message,
+        };
+        if self.name.trim().is_empty() {
+            return Err(bad("name: must not be empty".into()));
+        }
+        template::check(&self.command).map_err(|e| bad(format!("command: {e}")))?;
+        if let Some(a) = &self.token_file_args {
+            template::check(&format!("x {a}")).map_err(|e| bad(format!("token_file_args: {e}")))?;
+        }
+        for f in &self.features {
+            if !FEATURES.contains(&f.as_str()) {
+                return Err(bad(format!(
+                    "features: unknown feature {f:?}; known: {}",
+                    FEATURES.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

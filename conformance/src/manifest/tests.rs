@@ -1,0 +1,106 @@
+//! Tests of manifest parsing, flags and validation errors.
+
+use super::*;
+
+fn parse(text: &str) -> Result<Manifest, Error> {
+    Manifest::parse(Path::new("proxy.toml"), text)
+}
+
+#[test]
+fn parses_a_full_manifest() {
+    let m = parse(
+        r#"
+name = "my-proxy"
+version = "1.4.0"
+command = "my-proxy -proxy-id {proxy_id}"
+features = ["l4", "l7-http"]
+[bounds]
+reauthorize_ms = 1000
+[proxy_config]
+reauthorize_interval_ms = 1000
+mode = "strict"
+"#,
+    )
+    .unwrap();
+    assert_eq!(m.name, "my-proxy");
+    assert_eq!(m.version.as_deref(), Some("1.4.0"));
+    assert_eq!(m.features, ["l4", "l7-http"]);
+    assert_eq!(m.bounds.reauthorize_ms, Some(1000));
+    assert_eq!(m.bounds.max_lifetime_ms, None);
+    assert_eq!(m.proxy_config["mode"], json!("strict"));
+    assert_eq!(m.bounds_map(), [("reauthorize_ms".to_owned(), 1000)].into());
+}
+
+#[test]
+fn errors_name_file_line_and_field() {
+    let err = parse("name = \"p\"\ncommand = \"p\"\nfeatures = [\"l5\"]\n").unwrap_err();
+    assert_eq!(err.kind(), "manifest_invalid");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("proxy.toml: features: unknown feature \"l5\""),
+        "{text}"
+    );
+
+    let err = parse("name = \"p\"\ncommand = \"p\"\ncolour = 1\n").unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("proxy.toml:3: unknown field `colour`"),
+        "{text}"
+    );
+
+    let err = parse("name = \"p\"\n").unwrap_err();
+    assert!(err.to_string().contains("missing field `command`"), "{err}");
+
+    let err = parse("name = \"p\"\ncommand = \"p {nope}\"\n").unwrap_err();
+    assert!(
+        err.to_string().contains("unknown placeholder {nope}"),
+        "{err}"
+    );
+
+    let err = parse("name = \"p\"\ncommand = \"p\"\n[bounds]\nreauth = 3\n").unwrap_err();
+    assert!(err.to_string().contains("unknown field `reauth`"), "{err}");
+}
+
+#[test]
+fn flags_build_and_adjust_a_manifest() {
+    let mut m = Manifest::from_command("/usr/local/bin/my-proxy -proxy-id {proxy_id}").unwrap();
+    assert_eq!(m.name, "my-proxy");
+    assert!(m.features.is_empty());
+    m.set_features("l4, l7-http,").unwrap();
+    assert_eq!(m.features, ["l4", "l7-http"]);
+    m.set_bound("reauthorize_ms=1500").unwrap();
+    m.set_bound("max_lifetime_ms=60000ms").unwrap();
+    assert_eq!(m.bounds.reauthorize_ms, Some(1500));
+    assert_eq!(m.bounds.max_lifetime_ms, Some(60000));
+
+    assert!(m.set_features("l4,teleport").is_err());
+    assert!(
+        m.set_bound("speed=3")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown bound")
+    );
+    assert!(m.set_bound("reauthorize_ms").is_err());
+    assert!(m.set_bound("reauthorize_ms=soon").is_err());
+    assert!(Manifest::from_command("p 'unterminated").is_err());
+}
+
+#[test]
+fn supports_lists_missing_features() {
+    let mut m = Manifest::from_command("p").unwrap();
+    m.set_features("l4").unwrap();
+    assert_eq!(m.supports(&["l4".into()]), Ok(()));
+    assert_eq!(
+        m.supports(&["l4".into(), "l7-http".into(), "upstreams".into()]),
+        Err(vec!["l7-http".to_owned(), "upstreams".to_owned()])
+    );
+}
+
+#[test]
+fn reference_declares_everything() {
+    let m = Manifest::reference();
+    assert_eq!(m.features.len(), FEATURES.len());
+    assert_eq!(m.command, REFERENCE_COMMAND);
+    assert_eq!(m.proxy_config["reauthorize_interval_ms"], json!(300));
+    assert_eq!(m.bounds.reauthorize_ms, Some(300));
+}

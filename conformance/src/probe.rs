@@ -1,0 +1,94 @@
+//! mTLS probes of the proxy: one-shot inbound connections (bytes through to the echo app and
+//! back, or refused), HTTP requests, long-lived connections opened by `open` steps, the chain
+//! the proxy serves, and connections through its upstream listeners to harness-run instances.
+//! Every probe has a deadline; none can hang a scenario.
+
+mod conn;
+mod http;
+mod inbound;
+mod upstream;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use agent_sim::ca::ClientIdentity;
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+pub(crate) use self::conn::Conn;
+pub(crate) use self::http::{HttpProbe, one_shot as http_one_shot};
+pub(crate) use self::inbound::{Inbound, inbound};
+pub(crate) use self::upstream::upstream_once;
+use crate::tls::{self, Captured};
+
+// Deadlines are generous so a busy machine does not turn a slow answer into a refusal; a
+// correct proxy answers in milliseconds, and refusals are quick.
+
+/// TCP connect deadline.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// TLS handshake deadline.
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Deadline for an answer (echo, HTTP response, instance id).
+pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A unique token for one probe (what "no byte reached the app" searches for).
+pub(crate) fn token() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("conformance-probe-{:08x}-{n}", rand::random::<u32>())
+}
+
+/// Connects and handshakes as `identity` (no client certificate when `None`); the server's
+/// chain is captured even when the handshake then fails.
+pub(crate) async fn tls_connect(
+    addr: SocketAddr,
+    identity: Option<&ClientIdentity>,
+) -> (Result<TlsStream<TcpStream>, String>, Arc<Captured>) {
+    let captured = Arc::new(Captured::default());
+    let result = async {
+        let cfg = tls::client_config(identity, captured.clone()).map_err(|e| e.to_string())?;
+        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+            .await
+            .map_err(|_| "TCP connect timed out".to_owned())?
+            .map_err(|e| format!("TCP connect failed: {e}"))?;
+        let _ = tcp.set_nodelay(true);
+        let name = ServerName::try_from("db.conformance.invalid")
+            .map_err(|e| e.to_string())?
+            .to_owned();
+        tokio::time::timeout(
+            HANDSHAKE_TIMEOUT,
+            TlsConnector::from(cfg).connect(name, tcp),
+        )
+        .await
+        .map_err(|_| "TLS handshake timed out".to_owned())?
+        .map_err(|e| format!("TLS handshake failed: {e}"))
+    }
+    .await;
+    (result, captured)
+}
+
+/// The chain the proxy serves on `addr` (leaf first), seen by a client presenting `identity`.
+pub(crate) async fn served_chain(
+    addr: SocketAddr,
+    identity: Option<&ClientIdentity>,
+) -> Result<Vec<CertificateDer<'static>>, String> {
+    let (result, captured) = tls_connect(addr, identity).await;
+    match (captured.take(), result) {
+        (Some(chain), _) => Ok(chain),
+        (None, Err(e)) => Err(e),
+        (None, Ok(_)) => Err("the handshake completed without a server certificate".into()),
+    }
+}
+
+/// Whether a TCP connection to `addr` is accepted.
+pub(crate) async fn listener_open(addr: SocketAddr) -> Result<(), String> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("connect failed: {e}")),
+        Err(_) => Err("connect timed out".into()),
+    }
+}

@@ -1,0 +1,320 @@
+//! Runs scenarios: each in its own world with its own proxy process, `jobs` at a time, and
+//! turns what happened into a graded `reports::Report` (proxy info, environment, seeds,
+//! durations, checks, timelines and artifacts).
+
+mod artifacts;
+mod progress;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reports::{
+    CheckResult, ErrorInfo, EventKind, Harness, ProxyInfo, Report, Requirement, ScenarioResult,
+    TimelineEvent, Verdict,
+};
+use scenarios::{Scenario, Timeouts};
+use tokio::time::Instant;
+
+pub use self::progress::{Lines, Progress, ProgressBar, Silent};
+use crate::catalogue;
+use crate::error::Error;
+use crate::exec::Exec;
+use crate::manifest::Manifest;
+use crate::proxy::ProxyProcess;
+use crate::world::World;
+
+/// Everything a run needs.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The proxy's declarations.
+    pub manifest: Manifest,
+    /// What `{exe}` stands for (the conformance binary, for the bundled reference proxy).
+    pub exe: PathBuf,
+    /// Named timeouts, with overrides applied.
+    pub timeouts: Timeouts,
+    /// The run's base seed.
+    pub seed: u64,
+    /// Scenarios run at the same time.
+    pub jobs: usize,
+    /// SIGTERM grace before SIGKILL at teardown.
+    pub grace: Duration,
+}
+
+/// One entry of a run's plan.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Planned {
+    /// Run it.
+    Run(Scenario),
+    /// Report it as skipped (the user asked).
+    Skip(Scenario),
+}
+
+impl Planned {
+    /// The scenario.
+    pub fn scenario(&self) -> &Scenario {
+        match self {
+            Self::Run(s) | Self::Skip(s) => s,
+        }
+    }
+}
+
+// === impl RunConfig ===
+
+impl RunConfig {
+    /// Defaults: named timeouts as documented, a random seed, [`default_jobs`], 2 s grace.
+    pub fn new(manifest: Manifest, exe: PathBuf) -> Self {
+        Self {
+            manifest,
+            exe,
+            timeouts: Timeouts::default(),
+            seed: rand::random(),
+            jobs: default_jobs(),
+            grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// `available_parallelism()` capped at 4 (2 on a 2-core machine).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().min(4))
+}
+
+/// The seed of one scenario: the run's seed mixed with the scenario id (FNV-1a).
+pub fn scenario_seed(base: u64, id: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^ base
+}
+
+/// The report's profile for a scenario's.
+fn profile(p: scenarios::Profile) -> reports::Profile {
+    match p {
+        scenarios::Profile::Core => reports::Profile::Core,
+        scenarios::Profile::L7 => reports::Profile::L7,
+        scenarios::Profile::Extended => reports::Profile::Extended,
+        scenarios::Profile::Transparent => reports::Profile::Transparent,
+    }
+}
+
+/// The verdict grading will give `s`.
+pub fn verdict_of(s: &ScenarioResult) -> Verdict {
+    let proxy = ProxyInfo {
+        name: String::new(),
+        version: None,
+        command: String::new(),
+        features: Vec::new(),
+        bounds: Default::default(),
+    };
+    let env = artifacts::environment();
+    let mut r = Report::new(Harness::new(""), proxy, env, "", 0);
+    r.scenarios.push(s.clone());
+    r.grade();
+    r.scenarios.first().map_or(Verdict::Error, |s| s.verdict)
+}
+
+/// Runs one scenario in a fresh world. Never fails: harness problems become the result's
+/// `error`.
+pub async fn run_scenario(cfg: &RunConfig, scenario: &Scenario) -> ScenarioResult {
+    let mut result = ScenarioResult::new(
+        &scenario.id,
+        &scenario.description,
+        profile(scenario.profile),
+        scenario.features.clone(),
+    );
+    if let Err(missing) = cfg.manifest.supports(&scenario.features) {
+        result.mark_not_supported();
+        result.checks.push(CheckResult::new(
+            "features",
+            Requirement::Must,
+            Verdict::NotSupported,
+            format!("the proxy declares {}", scenario.features.join(", ")),
+            format!("not declared: {}", missing.join(", ")),
+        ));
+        return result;
+    }
+    let started = Instant::now();
+    let seed = scenario_seed(cfg.seed, &scenario.id);
+    let scenario = if scenario.generate.is_some() {
+        result.seed = Some(seed);
+        match catalogue::expand(scenario, seed) {
+            Ok(s) => s,
+            Err(e) => return harness_error(result, &e, started),
+        }
+    } else {
+        scenario.clone()
+    };
+    if let Err(e) = play(cfg, &scenario, seed, started, &mut result).await {
+        result.error = Some(ErrorInfo::new(e.kind(), e.to_string()));
+    }
+    result.duration_ms = ms(started.elapsed());
+    result
+}
+
+fn harness_error(mut result: ScenarioResult, e: &Error, started: Instant) -> ScenarioResult {
+    result.error = Some(ErrorInfo::new(e.kind(), e.to_string()));
+    result.duration_ms = ms(started.elapsed());
+    result
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+async fn play(
+    cfg: &RunConfig,
+    scenario: &Scenario,
+    seed: u64,
+    started: Instant,
+    result: &mut ScenarioResult,
+) -> Result<(), Error> {
+    let mut world = World::build(&scenario.setup, &cfg.manifest, &cfg.timeouts, seed).await?;
+    let command = world.proxy_command(&cfg.manifest, &cfg.exe)?;
+    result.artifacts.push(reports::Artifact::text(
+        "proxy-command",
+        command.argv.join(" "),
+    ));
+    let at = |t: Instant| ms(t.saturating_duration_since(started));
+    let mut proxy = ProxyProcess::spawn(&command)?;
+    let spawned_ms = at(Instant::now());
+    result.timeline.push(TimelineEvent::new(
+        spawned_ms,
+        EventKind::Step,
+        "proxy started",
+    ));
+    let ready_timeout = cfg.timeouts.get("ready").unwrap_or(Duration::from_secs(30));
+    let outcome = match proxy.wait_ready(&world.ready_addrs(), ready_timeout).await {
+        Err(not_ready) => {
+            let check = CheckResult::new(
+                "proxy ready",
+                Requirement::Must,
+                Verdict::Fail,
+                format!(
+                    "the inbound listener and every upstream listener accept connections within \
+                     ready ({} ms)",
+                    ready_timeout.as_millis()
+                ),
+                not_ready.to_string(),
+            )
+            .at(at(Instant::now()));
+            result.checks.push(check);
+            Ok(())
+        }
+        Ok(took) => {
+            result.timeline.push(
+                TimelineEvent::new(at(Instant::now()), EventKind::Observation, "proxy ready")
+                    .detail(format!("ports accepted after {} ms", took.as_millis()))
+                    .ok(true),
+            );
+            let mut exec = Exec::new(&mut world, &cfg.timeouts, cfg.manifest.bounds, started);
+            let r = exec.run(&scenario.steps).await;
+            result.timeline.append(&mut exec.timeline);
+            result.checks.append(&mut exec.checks);
+            r
+        }
+    };
+    let down = proxy.teardown(cfg.grace).await;
+    let mut stopped = TimelineEvent::new(at(Instant::now()), EventKind::Step, "proxy stopped")
+        .detail(format!("exit: {}", down.exit));
+    if down.killed {
+        stopped = stopped.detail(format!(
+            "exit: {} (SIGKILL after {:?} grace)",
+            down.exit, cfg.grace
+        ));
+    }
+    result.timeline.push(stopped);
+    result
+        .timeline
+        .extend(artifacts::log_events(&proxy, spawned_ms));
+    result.timeline.sort_by_key(|e| e.at_ms);
+    result
+        .artifacts
+        .extend(artifacts::collect(&proxy, &world.control().request_log()));
+    outcome
+}
+
+/// Runs every planned scenario (`cfg.jobs` at a time) and returns the graded report, scenarios
+/// in plan order. Runs on the current tokio runtime.
+pub async fn run_all(cfg: &RunConfig, plan: Vec<Planned>, progress: Arc<dyn Progress>) -> Report {
+    let started_at = artifacts::now_rfc3339();
+    let clock = Instant::now();
+    let m = &cfg.manifest;
+    let proxy = ProxyInfo {
+        name: m.name.clone(),
+        version: m.version.clone(),
+        command: m.command.clone(),
+        features: m.features.clone(),
+        bounds: m.bounds_map(),
+    };
+    let mut env = artifacts::environment();
+    let timeouts: Vec<String> = cfg
+        .timeouts
+        .iter()
+        .map(|(k, v)| format!("{k}={}ms", v.as_millis()))
+        .collect();
+    env.notes
+        .push(format!("named timeouts: {}", timeouts.join(", ")));
+    env.notes.push(format!(
+        "declared bounds are given {} ms of slack; {} job(s) in parallel",
+        crate::exec::BOUND_SLACK.as_millis(),
+        cfg.jobs
+    ));
+    let mut report = Report::new(
+        Harness::new(env!("CARGO_PKG_VERSION")),
+        proxy,
+        env,
+        started_at,
+        cfg.seed,
+    );
+    progress.start(plan.len());
+    let permits = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
+    let cfg = Arc::new(cfg.clone());
+    let mut tasks = Vec::new();
+    for p in plan {
+        let (cfg, permits, progress) = (cfg.clone(), permits.clone(), progress.clone());
+        let scenario = p.scenario().clone();
+        let handle = tokio::spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            progress.begin(&p.scenario().id);
+            let r = match &p {
+                Planned::Skip(s) => {
+                    let mut r = ScenarioResult::new(
+                        &s.id,
+                        &s.description,
+                        profile(s.profile),
+                        s.features.clone(),
+                    );
+                    r.mark_skipped();
+                    r
+                }
+                Planned::Run(s) => run_scenario(&cfg, s).await,
+            };
+            progress.end(&r, verdict_of(&r));
+            r
+        });
+        tasks.push((scenario, handle));
+    }
+    for (scenario, handle) in tasks {
+        let r = match handle.await {
+            Ok(r) => r,
+            Err(e) => {
+                let mut r = ScenarioResult::new(
+                    &scenario.id,
+                    &scenario.description,
+                    profile(scenario.profile),
+                    scenario.features.clone(),
+                );
+                r.error = Some(ErrorInfo::new("harness_panic", e.to_string()));
+                r
+            }
+        };
+        report.scenarios.push(r);
+    }
+    report.duration_ms = ms(clock.elapsed());
+    report.grade();
+    progress.finish(&report);
+    report
+}

@@ -1,0 +1,167 @@
+//! The harness-run application behind the proxy: a TCP echo app that records every byte it
+//! receives per connection (so "no byte reached the app" is checkable), or an HTTP/1.1 app
+//! answering `200` with the request path as body (recording each request line).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+use crate::error::Error;
+
+/// What the app speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AppKind {
+    /// Echo every byte.
+    Echo,
+    /// HTTP/1.1, `200` with the path.
+    Http,
+}
+
+/// Everything the app received, per connection.
+#[derive(Debug, Default)]
+pub(crate) struct Record {
+    conns: Mutex<Vec<Vec<u8>>>,
+}
+
+impl Record {
+    fn open(&self) -> usize {
+        let mut c = self.conns.lock();
+        c.push(Vec::new());
+        c.len() - 1
+    }
+
+    fn add(&self, conn: usize, bytes: &[u8]) {
+        if let Some(v) = self.conns.lock().get_mut(conn) {
+            v.extend_from_slice(bytes);
+        }
+    }
+
+    /// Whether any connection received `needle`.
+    pub(crate) fn saw(&self, needle: &[u8]) -> bool {
+        !needle.is_empty()
+            && self
+                .conns
+                .lock()
+                .iter()
+                .any(|c| c.windows(needle.len()).any(|w| w == needle))
+    }
+}
+
+/// A running app; stops when dropped.
+#[derive(Debug)]
+pub(crate) struct App {
+    pub(crate) addr: SocketAddr,
+    pub(crate) record: Arc<Record>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts an app on `127.0.0.1:0`.
+pub(crate) async fn start(kind: AppKind) -> Result<App, Error> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| Error::io("bind the app", e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::io("read the app address", e))?;
+    let record = Arc::new(Record::default());
+    let rec = record.clone();
+    let task = tokio::spawn(async move {
+        let mut conns = tokio::task::JoinSet::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            let rec = rec.clone();
+            conns.spawn(async move {
+                match kind {
+                    AppKind::Echo => echo(stream, &rec).await,
+                    AppKind::Http => http(stream, rec).await,
+                }
+            });
+            while conns.try_join_next().is_some() {}
+        }
+    });
+    Ok(App { addr, record, task })
+}
+
+async fn echo(mut stream: TcpStream, rec: &Record) {
+    let id = rec.open();
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                rec.add(id, &buf[..n]);
+                if stream.write_all(&buf[..n]).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+async fn http(stream: TcpStream, rec: Arc<Record>) {
+    let id = rec.open();
+    let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+        let line = format!("{} {}\n", req.method(), req.uri());
+        rec.add(id, line.as_bytes());
+        let body = req.uri().path().to_owned();
+        async move {
+            let resp = Response::builder()
+                .status(200)
+                .header("content-type", "text/plain")
+                .body(Full::new(Bytes::from(body)))
+                .unwrap_or_default();
+            Ok::<_, Infallible>(resp)
+        }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), svc)
+        .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn echo_app_echoes_and_records() {
+        let app = start(AppKind::Echo).await.unwrap();
+        let mut s = TcpStream::connect(app.addr).await.unwrap();
+        s.write_all(b"hello token-42").await.unwrap();
+        let mut buf = [0u8; 14];
+        s.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"hello token-42");
+        assert!(app.record.saw(b"token-42"));
+        assert!(!app.record.saw(b"token-43"));
+        assert!(!app.record.saw(b""));
+    }
+
+    #[tokio::test]
+    async fn http_app_answers_with_the_path() {
+        let app = start(AppKind::Http).await.unwrap();
+        let mut s = TcpStream::connect(app.addr).await.unwrap();
+        s.write_all(b"GET /a/b?q=1 HTTP/1.1\r\nHost: db\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = vec![0u8; 1024];
+        let n = s.read(&mut buf).await.unwrap();
+        let text = String::from_utf8_lossy(&buf[..n]);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        assert!(text.ends_with("\r\n\r\n/a/b"), "{text}");
+        assert!(app.record.saw(b"GET /a/b?q=1"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Harness-run upstream instances: mTLS servers presenting a sim-issued leaf for their identity
+//! (an impostor presents another service's), requiring a client certificate chained to the
+//! sim's current roots. Per connection an instance reads one line (the probe's token), records
+//! which identity the client (the proxy) presented, and answers with its instance id.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_sim::Control;
+use agent_sim::ca::ClientIdentity;
+use parking_lot::Mutex;
+use scenarios::InstanceSpec;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+
+use crate::error::Error;
+use crate::tls;
+
+/// How long an instance waits for a handshake or a token line.
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One token an instance received, and who sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Seen {
+    pub(crate) token: String,
+    /// The first URI SAN of the client certificate.
+    pub(crate) presented: Option<String>,
+}
+
+/// A running instance; stops when dropped.
+#[derive(Debug)]
+pub(crate) struct Instance {
+    pub(crate) id: String,
+    pub(crate) addr: SocketAddr,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    failures: Arc<Mutex<Vec<String>>>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Instance {
+    /// Who sent `token`, if this instance received it.
+    pub(crate) fn seen(&self, token: &str) -> Option<Seen> {
+        self.seen.lock().iter().find(|s| s.token == token).cloned()
+    }
+
+    /// Handshakes or reads that failed (newest last).
+    pub(crate) fn failures(&self) -> Vec<String> {
+        self.failures.lock().clone()
+    }
+}
+
+/// Every instance of a scenario, by id.
+#[derive(Debug, Default)]
+pub(crate) struct Instances(BTreeMap<String, Instance>);
+
+impl Instances {
+    pub(crate) fn insert(&mut self, i: Instance) {
+        self.0.insert(i.id.clone(), i);
+    }
+
+    /// The instance that received `token`, with what it saw.
+    pub(crate) fn who_saw(&self, token: &str) -> Option<(&Instance, Seen)> {
+        self.0.values().find_map(|i| i.seen(token).map(|s| (i, s)))
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Instance> {
+        self.0.values()
+    }
+}
+
+/// Starts an instance for `spec` on `127.0.0.1:0`.
+pub(crate) async fn start(spec: &InstanceSpec, control: &Control) -> Result<Instance, Error> {
+    let identity = spec.identity.as_deref().unwrap_or(&spec.service);
+    let leaf = control.issue_identity(identity)?;
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| Error::io(format!("bind instance {}", spec.id), e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::io("read the instance address", e))?;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    let task = tokio::spawn(serve(
+        listener,
+        control.clone(),
+        leaf,
+        spec.id.clone(),
+        seen.clone(),
+        failures.clone(),
+    ));
+    Ok(Instance {
+        id: spec.id.clone(),
+        addr,
+        seen,
+        failures,
+        task,
+    })
+}
+
+async fn serve(
+    listener: TcpListener,
+    control: Control,
+    leaf: ClientIdentity,
+    id: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    failures: Arc<Mutex<Vec<String>>>,
+) {
+    let mut conns = tokio::task::JoinSet::new();
+    while let Ok((stream, _)) = listener.accept().await {
+        // Roots can rotate: build the verifier from the current ones for every connection.
+        let roots = agent_sim::play::roots(&control).pems;
+        let cfg = match tls::server_config(&leaf, &roots) {
+            Ok(c) => c,
+            Err(e) => {
+                failures.lock().push(e.to_string());
+                continue;
+            }
+        };
+        let (id, seen, failures) = (id.clone(), seen.clone(), failures.clone());
+        conns.spawn(async move {
+            if let Err(e) = handle(stream, cfg, &id, &seen).await {
+                failures.lock().push(e);
+            }
+        });
+        while conns.try_join_next().is_some() {}
+    }
+}
+
+async fn handle(
+    stream: TcpStream,
+    cfg: Arc<rustls::ServerConfig>,
+    id: &str,
+    seen: &Mutex<Vec<Seen>>,
+) -> Result<(), String> {
+    let tls = tokio::time::timeout(IO_TIMEOUT, TlsAcceptor::from(cfg).accept(stream))
+        .await
+        .map_err(|_| "handshake timed out".to_owned())?
+        .map_err(|e| format!("handshake failed: {e}"))?;
+    let presented = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .and_then(|c| tls::uri_sans(c).into_iter().next());
+    let mut reader = BufReader::new(tls);
+    let mut line = String::new();
+    tokio::time::timeout(IO_TIMEOUT, reader.read_line(&mut line))
+        .await
+        .map_err(|_| "no token line".to_owned())?
+        .map_err(|e| format!("read failed: {e}"))?;
+    let token = line.trim().to_owned();
+    if token.is_empty() {
+        return Err("connection closed without a token".into());
+    }
+    seen.lock().push(Seen { token, presented });
+    let mut tls = reader.into_inner();
+    tls.write_all(format!("{id}\n").as_bytes())
+        .await
+        .map_err(|e| format!("write failed: {e}"))?;
+    let _ = tls.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,136 @@
+//! The `conformance` binary end to end: run (reports written, exit codes), list, gate.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn conformance(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_conformance"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CI")
+        .output()
+        .unwrap()
+}
+
+fn data() -> String {
+    format!("{}/tests/data", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn run_writes_reports_and_the_gate_reads_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = conformance(
+        &[
+            "run",
+            "--scenario-dir",
+            &data(),
+            "--scenario",
+            "served-identity,l4-*",
+            "--seed",
+            "9",
+        ],
+        tmp.path(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("core         success   pass 2 fail 0"),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("l4-allow-deny"),
+        "plain progress lines: {stderr}"
+    );
+    for f in reports::REPORT_FILES {
+        assert!(
+            tmp.path().join("conformance-report").join(f).is_file(),
+            "{f}"
+        );
+    }
+    let json = std::fs::read_to_string(tmp.path().join("conformance-report/report.json")).unwrap();
+    let report = reports::Report::from_json(&json).unwrap();
+    assert_eq!(report.seed, 9);
+    assert_eq!(report.proxy.name, "proxy-under-test");
+
+    let gate = conformance(
+        &[
+            "gate",
+            "conformance-report/report.json",
+            "--profile",
+            "core",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(gate.status.code(), Some(0));
+    let gate = conformance(
+        &["gate", "conformance-report/report.json", "--profile", "l7"],
+        tmp.path(),
+    );
+    assert_eq!(gate.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&gate.stdout).contains("profile l7 was not run"));
+}
+
+#[test]
+fn a_failing_proxy_exits_1_and_the_gate_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = conformance(
+        &[
+            "run",
+            "--scenario-dir",
+            &data(),
+            "--scenario",
+            "served-identity",
+            "--proxy-cmd",
+            "sh -c 'echo no proxy here {proxy_id} >&2; exit 3'",
+            "--features",
+            "l4",
+            "--report-dir",
+            "out",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("fail served-identity"), "{stdout}");
+    assert!(stdout.contains("proxy ready: expected"), "{stdout}");
+    let gate = conformance(
+        &["gate", "out/report.json", "--profile", "core"],
+        tmp.path(),
+    );
+    assert_eq!(gate.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&gate.stdout);
+    assert!(text.contains("served-identity (fail)"), "{text}");
+    assert!(text.contains("the proxy exited (exit status: 3)"), "{text}");
+}
+
+#[test]
+fn usage_errors_exit_2_and_list_works() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = conformance(&["run", "--profile", "gold"], tmp.path());
+    assert_eq!(out.status.code(), Some(2));
+    let out = conformance(&["run", "--nope"], tmp.path());
+    assert_eq!(out.status.code(), Some(2));
+    let out = conformance(&["gate", "missing.json", "--profile", "core"], tmp.path());
+    assert_eq!(out.status.code(), Some(2));
+    let out = conformance(
+        &["list", "--scenario-dir", &data(), "--profile", "l7"],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("l7-permissions") && !text.contains("l4-allow-deny"),
+        "{text}"
+    );
+}

@@ -1,0 +1,58 @@
+//! The harness's self-test: every scenario, run against the reference proxy with each
+//! deliberately broken behaviour it lists in `catches` (`reference-proxy --sabotage NAME`),
+//! must end `fail`: no check is vacuous.
+//!
+//! A trial is *ignored* (not passed) when this build's reference proxy does not accept
+//! `--sabotage NAME` (the `sabotage` feature of proxy-under-test is off, or the name is
+//! unknown): a missing broken proxy must not look like a caught one.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use reports::Verdict;
+
+/// Whether the bundled reference proxy knows `--sabotage NAME`.
+fn sabotage_available(name: &str) -> bool {
+    Command::new(env!("CARGO_BIN_EXE_conformance"))
+        .args(["reference-proxy", "--sabotage", name, "--version"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut available = BTreeMap::new();
+    let mut trials = Vec::new();
+    for s in support::scenarios() {
+        for name in s.catches.clone() {
+            let ok = *available
+                .entry(name.clone())
+                .or_insert_with(|| sabotage_available(&name));
+            let scenario = s.clone();
+            let sabotage = name.clone();
+            trials.push(
+                Trial::test(format!("{}::{name}", s.id), move || {
+                    let cfg = support::config(&format!("--sabotage {sabotage}"));
+                    let (result, verdict) = support::run(&cfg, &scenario);
+                    if verdict == Verdict::Fail {
+                        Ok(())
+                    } else {
+                        Err(Failed::from(format!(
+                            "expected verdict fail against --sabotage {sabotage}\n{}",
+                            support::explain(&result, verdict)
+                        )))
+                    }
+                })
+                .with_kind("sabotage")
+                .with_ignored_flag(!ok),
+            );
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}

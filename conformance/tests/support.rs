@@ -1,0 +1,84 @@
+//! Shared by the suite and the self-test: which scenarios to run, a runtime per trial, and a
+//! readable failure message (failed checks with expected/observed/when, and the proxy's
+//! output tail).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use conformance::{Manifest, RunConfig, catalogue};
+use reports::{ScenarioResult, Verdict};
+use scenarios::Scenario;
+
+/// The scenarios under test: the built-in catalogue, or (while it is empty) the runner's own
+/// scenarios in `tests/data`.
+pub(crate) fn scenarios() -> Vec<Scenario> {
+    let builtin = catalogue::builtin();
+    if !builtin.is_empty() {
+        return builtin;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    catalogue::load_dir(&dir).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A run config for the bundled reference proxy started as
+/// `conformance reference-proxy [extra args] -proxy-id {proxy_id}`.
+pub(crate) fn config(extra: &str) -> RunConfig {
+    let mut manifest = Manifest::reference();
+    if !extra.is_empty() {
+        manifest.command = format!("{{exe}} reference-proxy {extra} -proxy-id {{proxy_id}}");
+    }
+    let mut cfg = RunConfig::new(manifest, PathBuf::from(env!("CARGO_BIN_EXE_conformance")));
+    cfg.seed = 0x5eed;
+    cfg.grace = Duration::from_secs(2);
+    cfg
+}
+
+/// Runs one scenario on its own runtime.
+pub(crate) fn run(cfg: &RunConfig, scenario: &Scenario) -> (ScenarioResult, Verdict) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let result = rt.block_on(conformance::run_scenario(cfg, scenario));
+    let verdict = conformance::verdict_of(&result);
+    (result, verdict)
+}
+
+/// What went wrong, for a failing trial.
+pub(crate) fn explain(r: &ScenarioResult, verdict: Verdict) -> String {
+    let mut out = format!("scenario {} ended {verdict}\n", r.id);
+    if let Some(e) = &r.error {
+        out.push_str(&format!("  harness error [{}]: {}\n", e.kind, e.message));
+    }
+    for c in &r.checks {
+        if c.verdict == Verdict::Pass {
+            continue;
+        }
+        out.push_str(&format!(
+            "  check {:?} {}: expected {}; observed {} (at {:?} ms, took {:?} ms, bound {:?} ms)\n",
+            c.name, c.verdict, c.expected, c.observed, c.at_ms, c.took_ms, c.bound_ms
+        ));
+    }
+    out.push_str("  timeline:\n");
+    for t in &r.timeline {
+        out.push_str(&format!(
+            "    {:>6} {:?} {} {} {:?}\n",
+            t.at_ms,
+            t.kind,
+            t.label,
+            t.detail.as_deref().unwrap_or(""),
+            t.ok
+        ));
+    }
+    for a in &r.artifacts {
+        if a.name == "proxy-stderr" || a.name == "proxy-stdout" {
+            let tail: Vec<&str> = a.content.lines().rev().take(40).collect();
+            out.push_str(&format!("  {} (last {} lines):\n", a.name, tail.len()));
+            for l in tail.into_iter().rev() {
+                out.push_str(&format!("    {l}\n"));
+            }
+        }
+    }
+    out
+}
