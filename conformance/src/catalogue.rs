@@ -11,31 +11,22 @@ use scenarios::{Profile, Scenario};
 use crate::error::Error;
 use crate::runner::Planned;
 
-/// The built-in catalogue.
-///
-/// Empty until the `scenarios` crate exports its catalogue (`scenarios::catalogue()`); run
-/// files with `--scenario-dir` meanwhile.
+/// The built-in catalogue (every scenario of `scenarios::catalogue()`).
 pub fn builtin() -> Vec<Scenario> {
-    Vec::new()
+    scenarios::catalogue()
 }
 
-/// Parses one scenario file (TOML); errors name the file and line.
+/// Parses and validates one scenario file (TOML); errors name the file, line and field.
 pub fn parse(path: &str, text: &str) -> Result<Scenario, Error> {
-    toml::from_str::<Scenario>(text).map_err(|e| {
-        let line = e.span().map(|s| {
-            text.as_bytes()[..s.start.min(text.len())]
-                .iter()
-                .filter(|b| **b == b'\n')
-                .count()
-                + 1
-        });
-        Error::Scenario {
-            path: match line {
-                Some(l) => format!("{path}:{l}"),
-                None => path.to_owned(),
-            },
-            message: e.message().to_owned(),
-        }
+    scenarios::parse(path, text).map_err(|e| Error::Scenario {
+        path: match e.line {
+            Some(l) => format!("{}:{l}", e.path),
+            None => e.path.clone(),
+        },
+        message: match &e.field {
+            Some(f) => format!("{f}: {}", e.message),
+            None => e.message.clone(),
+        },
     })
 }
 
@@ -71,19 +62,12 @@ fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> Result<(), Error> {
 }
 
 /// Turns a generated (property-based) scenario into concrete steps with `seed`.
-///
-/// Needs the `scenarios` crate's generator (`scenarios::expand`); until it is there a
-/// generated scenario is a harness error, never a pass.
-pub fn expand(s: &Scenario, _seed: u64) -> Result<Scenario, Error> {
-    match &s.generate {
-        None => Ok(s.clone()),
-        Some(_) => Err(Error::Scenario {
-            path: s.id.clone(),
-            message: "generated scenarios need the scenarios crate's generator, which this \
-                      build does not have"
-                .into(),
-        }),
-    }
+pub fn expand(s: &Scenario, seed: u64) -> Result<Scenario, Error> {
+    Ok(if s.generate.is_some() {
+        scenarios::expand(s, seed)
+    } else {
+        s.clone()
+    })
 }
 
 /// `*` (any run of characters) and `?` (one character) glob matching.

@@ -20,15 +20,7 @@ fn data() -> String {
 fn run_writes_reports_and_the_gate_reads_them() {
     let tmp = tempfile::tempdir().unwrap();
     let out = conformance(
-        &[
-            "run",
-            "--scenario-dir",
-            &data(),
-            "--scenario",
-            "served-identity,l4-*",
-            "--seed",
-            "9",
-        ],
+        &["run", "--scenario", "served-identity,l4-*", "--seed", "9"],
         tmp.path(),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -82,8 +74,6 @@ fn a_failing_proxy_exits_1_and_the_gate_names_it() {
     let out = conformance(
         &[
             "run",
-            "--scenario-dir",
-            &data(),
             "--scenario",
             "served-identity",
             "--proxy-cmd",
@@ -123,14 +113,19 @@ fn usage_errors_exit_2_and_list_works() {
     assert_eq!(out.status.code(), Some(2));
     let out = conformance(&["gate", "missing.json", "--profile", "core"], tmp.path());
     assert_eq!(out.status.code(), Some(2));
-    let out = conformance(
-        &["list", "--scenario-dir", &data(), "--profile", "l7"],
-        tmp.path(),
-    );
+    let out = conformance(&["list", "--profile", "l7"], tmp.path());
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("l7-permissions") && !text.contains("l4-allow-deny"),
+        text.contains("l7-path-method-header") && !text.contains("l4-allow-deny"),
+        "{text}"
+    );
+    // --scenario-dir adds files to the built-in catalogue.
+    let out = conformance(&["list", "--scenario-dir", &data()], tmp.path());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("extra-served-identity") && text.contains("l4-allow-deny"),
         "{text}"
     );
 }

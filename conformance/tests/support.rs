@@ -2,22 +2,16 @@
 //! readable failure message (failed checks with expected/observed/when, and the proxy's
 //! output tail).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use conformance::{Manifest, RunConfig, catalogue};
 use reports::{ScenarioResult, Verdict};
 use scenarios::Scenario;
 
-/// The scenarios under test: the built-in catalogue, or (while it is empty) the runner's own
-/// scenarios in `tests/data`.
+/// The scenarios under test: the built-in catalogue.
 pub(crate) fn scenarios() -> Vec<Scenario> {
-    let builtin = catalogue::builtin();
-    if !builtin.is_empty() {
-        return builtin;
-    }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    catalogue::load_dir(&dir).unwrap_or_else(|e| panic!("{e}"))
+    catalogue::builtin()
 }
 
 /// A run config for the bundled reference proxy started as

@@ -47,7 +47,7 @@ fn parse_errors_name_file_and_line() {
     assert_eq!(err.kind(), "scenario_invalid");
     let text = err.to_string();
     assert!(
-        text.starts_with("dir/s.toml:3: unknown variant `gold`"),
+        text.starts_with("dir/s.toml:3: profile: unknown variant `gold`"),
         "{text}"
     );
 }
@@ -121,12 +121,18 @@ fn load_dir_reads_toml_files_recursively() {
 }
 
 #[test]
-fn generated_scenarios_without_a_generator_are_errors() {
+fn generated_scenarios_are_expanded_with_the_seed() {
     let mut s = scenario("p", Profile::Core);
-    assert_eq!(expand(&s, 1).unwrap(), s);
+    assert_eq!(expand(&s, 1).unwrap(), s, "a plain scenario is unchanged");
     s.generate = Some(scenarios::Generator::RandomIntentions {
         cases: 2,
-        sources: vec!["web".into()],
+        sources: vec!["web".into(), "api".into()],
     });
-    assert_eq!(expand(&s, 1).unwrap_err().kind(), "scenario_invalid");
+    let a = expand(&s, 1).unwrap();
+    assert!(
+        a.generate.is_none() && !a.steps.is_empty(),
+        "concrete steps"
+    );
+    assert_eq!(expand(&s, 1).unwrap(), a, "same seed, same scenario");
+    assert_ne!(expand(&s, 2).unwrap(), a, "another seed, another scenario");
 }
