@@ -18,9 +18,11 @@ fn cfg() -> RunConfig {
     c
 }
 
+/// Runs a scenario parsed with the model's own serde derive, *without* the loader's validation,
+/// so the runner's own guards against scenario bugs are exercised too.
 async fn run(cfg: &RunConfig, toml: &str) -> (ScenarioResult, Verdict) {
     let text = format!("id = \"t\"\ndescription = \"d\"\nprofile = \"core\"\n{toml}");
-    let s = catalogue::parse("t.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let s: scenarios::Scenario = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
     let r = run_scenario(cfg, &s).await;
     let v = verdict_of(&r);
     (r, v)
@@ -273,11 +275,14 @@ async fn undeclared_features_and_scenario_bugs() {
     assert_eq!(r.checks[0].observed, "not declared: l7-http");
     assert_eq!(r.duration_ms, 0);
 
-    let (r, v) = run(
-        &cfg(),
-        "[[steps]]\ndo = \"expect\"\nname = \"x\"\ncheck = { kind = \"inbound\", identity = { kind = \"named\", name = \"ghost\" }, outcome = \"allowed\" }\n",
-    )
-    .await;
+    let ghost = "[[steps]]\ndo = \"expect\"\nname = \"x\"\ncheck = { kind = \"inbound\", identity = { kind = \"named\", name = \"ghost\" }, outcome = \"allowed\" }\n";
+    let text = format!("id = \"t\"\ndescription = \"d\"\nprofile = \"core\"\n{ghost}");
+    let caught = catalogue::parse("t.toml", &text).unwrap_err().to_string();
+    assert!(
+        caught.contains("no earlier `issue` step is named \"ghost\""),
+        "the loader catches it: {caught}"
+    );
+    let (r, v) = run(&cfg(), ghost).await;
     assert_eq!(v, Verdict::Error);
     let e = r.error.unwrap();
     assert_eq!(e.kind, "step_invalid");
