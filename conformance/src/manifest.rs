@@ -142,10 +142,17 @@ impl Manifest {
             template: command.to_owned(),
             message,
         })?;
-        let name = words
-            .first()
+        // The program's file name; with `{exe} reference-proxy ...` (the bundled proxy through
+        // this binary) the subcommand names it better than a placeholder would.
+        let program = match words.as_slice() {
+            [exe, sub, ..] if exe == "{exe}" => Some(sub),
+            [first, ..] => Some(first),
+            [] => None,
+        };
+        let name = program
             .and_then(|w| Path::new(w).file_name())
             .map(|n| n.to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with('{'))
             .unwrap_or_else(|| "proxy".into());
         let m = Self {
             name,

@@ -104,3 +104,14 @@ fn reference_declares_everything() {
     assert_eq!(m.proxy_config["reauthorize_interval_ms"], json!(300));
     assert_eq!(m.bounds.reauthorize_ms, Some(300));
 }
+
+#[test]
+fn names_come_from_the_program_not_a_placeholder() {
+    let name = |cmd: &str| Manifest::from_command(cmd).unwrap().name;
+    assert_eq!(name("/usr/local/bin/envoy-wrapper -x"), "envoy-wrapper");
+    assert_eq!(
+        name("{exe} reference-proxy --sabotage ignore-deny -proxy-id {proxy_id}"),
+        "reference-proxy"
+    );
+    assert_eq!(name("{token_file} -proxy-id {proxy_id}"), "proxy");
+}
