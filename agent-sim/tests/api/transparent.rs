@@ -346,3 +346,25 @@ async fn resolver_router_and_splitter_entries_assign_virtual_ips_defaults_do_not
     let chain = a.get("/v1/discovery-chain/api").await.json();
     assert_eq!(chain["Chain"]["AutoVirtualIPs"], json!(["240.0.0.1"]));
 }
+
+#[tokio::test]
+async fn merged_central_config_entries_keep_the_virtual_tagged_address() {
+    let a = app(builder());
+    a.control
+        .upsert_config_entry(&json!({"Kind": "proxy-defaults", "Name": "global",
+            "Mode": "transparent", "TransparentProxy": {"OutboundListenerPort": 15001}}))
+        .unwrap();
+    register(
+        &a,
+        json!({"Name": "web", "Port": 8080, "Connect": {"SidecarService": {"Port": 21000}}}),
+    )
+    .await;
+    let r = a.get("/v1/health/connect/web?merge-central-config").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let e = &r.json()[0];
+    assert_eq!(e["Service"]["Proxy"]["Mode"], "transparent", "{e}");
+    assert_eq!(
+        e["Service"]["TaggedAddresses"],
+        json!({"consul-virtual": {"Address": "240.0.0.1", "Port": 21000}})
+    );
+}
