@@ -1,6 +1,7 @@
 //! The control handle: faults and state changes a test (or the harness) drives from Rust. Every
 //! state change goes through the same code as the HTTP API, so it is validated the same way.
 
+use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -147,7 +148,7 @@ impl Control {
         self.store
             .write(|st| {
                 let index = st.next_index();
-                st.config.upsert(decoded, None, index)
+                st.upsert_config(decoded, None, index)
             })
             .map_err(ApiError::from)?;
         Ok(())
@@ -227,6 +228,12 @@ impl Control {
         Ok(self
             .store
             .catalog_deregister(node, Some(service_id), None)?)
+    }
+
+    /// The virtual IP Consul would have given `service` (from 240.0.0.1 up), once a
+    /// connect-enabled instance or a resolver, router or splitter entry made it need one.
+    pub fn virtual_ip(&self, service: &str) -> Option<Ipv4Addr> {
+        self.store.read(|st| st.virtual_ip(service))
     }
 
     /// Sets a check's status (any check, on any node).

@@ -6,6 +6,7 @@
 mod catalog;
 mod leaf;
 mod reset;
+mod virtual_ip;
 
 pub use catalog::CheckUpdate;
 
@@ -53,6 +54,8 @@ pub(crate) struct State {
     pub(crate) tokens: Tokens,
     /// The agent's leaf cache, by service name.
     pub(crate) leaves: BTreeMap<String, LeafEntry>,
+    /// Virtual IPs by service name, as offsets from 240.0.0.0 (never freed; see `virtual_ip`).
+    pub(crate) virtual_ips: HashMap<String, u32>,
     /// Derived data cached between writes (emptied by every write, and in every copy).
     pub(crate) memo: Memo,
 }
@@ -189,6 +192,7 @@ impl Store {
             ttl_touched: HashMap::new(),
             tokens: Tokens::new(&cfg.acl),
             leaves: BTreeMap::new(),
+            virtual_ips: HashMap::new(),
             memo: Memo::default(),
         };
         Ok(Arc::new(Self {

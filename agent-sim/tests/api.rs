@@ -11,4 +11,5 @@ mod api {
     mod faults;
     mod filter;
     mod rotation;
+    mod transparent;
 }

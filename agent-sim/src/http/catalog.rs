@@ -70,7 +70,7 @@ async fn service_nodes(
                     && authz.allows(Resource::Service, &svc.service, Level::Read)
                     && authz.allows(Resource::Node, &node.name, Level::Read)
             })
-            .map(|(node, svc, _)| service::catalog_service_json(node, svc))
+            .map(|(node, svc, _)| service::catalog_service_json(node, &st.with_virtual_ip(svc)))
             .collect();
         let body = match &filter {
             Some(f) => f.apply(Value::Array(items))?,

@@ -114,6 +114,10 @@ async fn serve(
         index_of: None,
     };
     let a = server_read(&c.store, &opts, spec, |st| {
+        let mut req = req.clone();
+        req.virtual_ips = st
+            .virtual_ip(&service)
+            .map(|ip| (vec![ip.to_string()], Vec::new()));
         let compiled = chain::compile(&chain_entries(&st.config), &req).map_err(ApiError::from)?;
         let body =
             serde_json::to_value(&compiled).map_err(|e| ApiError::from_text(e.to_string()))?;

@@ -72,7 +72,7 @@ async fn apply(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Respon
         .store
         .write(|st| {
             let index = st.next_index();
-            st.config.upsert(entry, cas, index)
+            st.upsert_config(entry, cas, index)
         })
         .map_err(ApiError::from)?;
     Ok(meta::json(&Value::Bool(ok), ctx.pretty))

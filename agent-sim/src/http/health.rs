@@ -113,9 +113,9 @@ async fn serve(c: Control, ctx: Ctx, service: String, connect: bool) -> Result<R
                         svc,
                         &crate::http::agent::to_service_central(central),
                     );
-                    return service::health_entry_json(node, &merged, &checks);
+                    return service::health_entry_json(node, &st.with_virtual_ip(&merged), &checks);
                 }
-                service::health_entry_json(node, svc, &checks)
+                service::health_entry_json(node, &st.with_virtual_ip(svc), &checks)
             })
             .collect();
         let _ = &dc;

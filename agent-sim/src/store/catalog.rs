@@ -151,6 +151,9 @@ impl State {
             svc.create_index = index;
         }
         svc.modify_index = index;
+        if let Some(name) = super::virtual_ip::connect_name(&svc) {
+            self.assign_virtual_ip(name);
+        }
         self.bump_service(&svc.service.clone(), index);
         self.services.insert(key, svc);
     }
