@@ -9,18 +9,9 @@ use std::time::Duration;
 use agent_sim::Control;
 use agent_sim::acl::{AclConfig, DefaultPolicy};
 use agent_sim::config::{IntentionDefault, SimConfig};
-use agent_sim::play::{PROXY_ID, Play, Ports};
+use agent_sim::play::{PROXY_ID, PROXY_TOKEN_RULES, Play, Ports};
 use anyhow::{Context, anyhow};
 use scenarios::{Check, Identity, Outcome, Policy, Scenario, Step, Timeouts};
-
-/// The token rules a sidecar for `db` needs.
-const PROXY_RULES: &str = r#"
-service "db" { policy = "write" }
-service "db-sidecar-proxy" { policy = "write" }
-service_prefix "" { policy = "read" }
-node_prefix "" { policy = "read" }
-agent_prefix "" { policy = "read" }
-"#;
 
 /// Finds a catalogue scenario (expanding generated ones with `seed`).
 pub(crate) fn find(name: &str, seed: u64) -> anyhow::Result<Scenario> {
@@ -113,7 +104,7 @@ pub(crate) async fn play(
     for id in s.setup.instances.iter().map(|i| i.id.clone()).chain(added) {
         ports.instances.insert(id, free_port()?);
     }
-    let token = c.create_token(PROXY_RULES, "proxy under test")?;
+    let token = c.create_token(PROXY_TOKEN_RULES, "proxy under test")?;
     let timeouts = Timeouts::default();
     let mut player = Play::new(&s.setup, ports.clone(), BTreeMap::new(), timeouts.clone());
     player
