@@ -23,6 +23,9 @@ use crate::{CheckUpdate, Control, SimError};
 pub const SERVICE: &str = "db";
 /// Its sidecar's service ID (what `-proxy-id` names).
 pub const PROXY_ID: &str = "db-sidecar-proxy";
+/// Consul's default `TransparentProxy.OutboundListenerPort`.
+pub const DEFAULT_OUTBOUND_PORT: u16 = 15001;
+const LOOPBACK: &str = "127.0.0.1";
 
 /// Loopback ports the harness picked for one scenario.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,6 +38,16 @@ pub struct Ports {
     pub upstreams: BTreeMap<String, u16>,
     /// Port of each harness-run instance, by instance id.
     pub instances: BTreeMap<String, u16>,
+    /// Address of `db` and its sidecar (`127.0.0.1` when `None`).
+    pub service_address: Option<String>,
+    /// Address the instances are registered with (`127.0.0.1` when `None`; an instance's
+    /// `hostname` wins).
+    pub instance_address: Option<String>,
+    /// The app's unix socket (`db`'s `SocketPath`, the sidecar's `LocalServiceSocketPath`),
+    /// for `setup.app_socket`.
+    pub app_socket: Option<String>,
+    /// `LocalBindSocketPath` of each upstream with `socket = true`, by name.
+    pub upstream_sockets: BTreeMap<String, String>,
 }
 
 /// Why playing a setup or step failed.
@@ -260,32 +273,61 @@ impl Play {
         Ok(Some(label))
     }
 
-    /// The `db` registration (as `PUT /v1/agent/service/register` takes it) with its sidecar.
+    /// The `db` registration (as `PUT /v1/agent/service/register` takes it) with its sidecar:
+    /// transparent mode, unix sockets and addresses as the setup and [`Ports`] say.
     pub fn registration(&self) -> Result<Value, PlayError> {
         let mut config: Map<String, Value> = self.knobs.clone().into_iter().collect();
         config.extend(self.setup.proxy_config.clone());
         let mut upstreams = Vec::new();
         for name in &self.upstreams {
-            let port = self
-                .ports
-                .upstreams
-                .get(name)
-                .ok_or_else(|| PlayError::NoPort(format!("upstream {name}")))?;
-            upstreams.push(json!({
-                "DestinationName": name,
-                "LocalBindAddress": "127.0.0.1",
-                "LocalBindPort": port,
-            }));
+            upstreams.push(self.upstream_entry(name)?);
         }
+        let mut proxy = json!({"Config": config, "Upstreams": upstreams});
+        if let Some(t) = &self.setup.transparent {
+            proxy["Mode"] = json!("transparent");
+            proxy["TransparentProxy"] = json!({
+                "OutboundListenerPort": t.outbound_port.unwrap_or(DEFAULT_OUTBOUND_PORT),
+                "DialedDirectly": t.dialed_directly,
+            });
+        }
+        let address = self.ports.service_address.as_deref().unwrap_or(LOOPBACK);
+        let mut sidecar = json!({"Port": self.ports.inbound, "Proxy": proxy});
+        if self.ports.service_address.is_some() {
+            sidecar["Address"] = json!(address);
+        }
+        let mut reg = json!({"ID": SERVICE, "Name": SERVICE, "Address": address});
+        match (self.setup.app_socket, &self.ports.app_socket) {
+            (true, Some(path)) => reg["SocketPath"] = json!(path),
+            (true, None) => return Err(PlayError::NoPort("the app's unix socket".into())),
+            (false, _) => reg["Port"] = json!(self.ports.app),
+        }
+        reg["Connect"] = json!({"SidecarService": sidecar});
+        Ok(reg)
+    }
+
+    /// One `Upstreams[]` entry: a loopback port, or a unix socket.
+    fn upstream_entry(&self, name: &str) -> Result<Value, PlayError> {
+        let spec = self.setup.upstreams.iter().find(|u| u.name == name);
+        if let Some(spec) = spec.filter(|s| s.socket) {
+            let path =
+                self.ports.upstream_sockets.get(name).ok_or_else(|| {
+                    PlayError::NoPort(format!("the unix socket of upstream {name}"))
+                })?;
+            let mut entry = json!({"DestinationName": name, "LocalBindSocketPath": path});
+            if let Some(mode) = &spec.socket_mode {
+                entry["LocalBindSocketMode"] = json!(mode);
+            }
+            return Ok(entry);
+        }
+        let port = self
+            .ports
+            .upstreams
+            .get(name)
+            .ok_or_else(|| PlayError::NoPort(format!("upstream {name}")))?;
         Ok(json!({
-            "ID": SERVICE,
-            "Name": SERVICE,
-            "Address": "127.0.0.1",
-            "Port": self.ports.app,
-            "Connect": {"SidecarService": {
-                "Port": self.ports.inbound,
-                "Proxy": {"Config": config, "Upstreams": upstreams},
-            }},
+            "DestinationName": name,
+            "LocalBindAddress": LOOPBACK,
+            "LocalBindPort": port,
         }))
     }
 
@@ -299,7 +341,8 @@ impl Play {
             .instances
             .get(&spec.id)
             .ok_or_else(|| PlayError::NoPort(format!("instance {}", spec.id)))?;
-        let body = instance_registration(spec, *port);
+        let address = self.ports.instance_address.as_deref().unwrap_or(LOOPBACK);
+        let body = instance_registration(spec, address, *port);
         sim(
             &format!("register instance {}", spec.id),
             control.catalog_register(&body),

@@ -66,6 +66,9 @@ pub enum Error {
     /// TLS material from the sim could not be used.
     #[error("TLS material: {0}")]
     Tls(String),
+    /// The transparent-mode redirect step (or the pod's network setup) failed.
+    #[error("{0}")]
+    Redirect(String),
     /// A step refers to something the scenario never created.
     #[error("scenario step: {0}")]
     Step(String),
@@ -96,6 +99,7 @@ impl Error {
             Self::Play(e) => e.kind(),
             Self::Io { .. } => "harness_io",
             Self::Tls(_) => "tls_material",
+            Self::Redirect(_) => "redirect_failed",
             Self::Step(_) => "step_invalid",
             Self::Report(e) => e.kind(),
             Self::ReportDir { .. } => "report_write_failed",

@@ -17,6 +17,7 @@ pub mod cli;
 mod error;
 mod exec;
 pub mod manifest;
+mod netns;
 mod probe;
 pub mod proxy;
 pub mod runner;
@@ -27,8 +28,15 @@ mod world;
 pub use error::Error;
 pub use exec::BOUND_SLACK;
 pub use manifest::{Bounds, Manifest};
+
+/// Whether this machine can run transparent-mode scenarios (root, `ip`, `iptables`, network
+/// namespaces whose nat table works); `Err` says why not. Such scenarios are reported as not
+/// supported by the environment where it cannot, never as passed.
+pub fn transparent_support() -> Result<(), String> {
+    netns::support().map(drop)
+}
 pub use proxy::{ProxyCommand, ProxyProcess};
 pub use runner::{
-    Lines, Planned, Progress, ProgressBar, RunConfig, Silent, default_jobs, run_all, run_scenario,
-    scenario_seed, verdict_of,
+    Lines, Planned, Progress, ProgressBar, RunConfig, Silent, Tamper, default_jobs, run_all,
+    run_scenario, scenario_seed, verdict_of,
 };

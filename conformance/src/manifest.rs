@@ -18,6 +18,13 @@
 //!
 //! [proxy_config]      # merged into the sidecar registration's Proxy.Config
 //! reauthorize_interval_ms = 1000
+//!
+//! [transparent]       # only for the `transparent` feature
+//! uid = 5995          # the proxy runs as this user; the redirect rules exempt it
+//! # the one-shot, privileged redirect step run in the pod before the proxy starts
+//! # (default: this harness's own `redirect-traffic`; `consul connect redirect-traffic`
+//! # works the same against the simulated agent)
+//! redirect_command = "{exe} redirect-traffic -proxy-id {proxy_id} -proxy-uid {proxy_uid}"
 //! ```
 
 use std::collections::BTreeMap;
@@ -30,19 +37,7 @@ use crate::error::Error;
 use crate::template;
 
 /// Every feature a proxy can declare (the vocabulary of scenario `features`).
-pub const FEATURES: [&str; 11] = [
-    "l4",
-    "l7-http",
-    "upstreams",
-    "discovery-chain",
-    "persistent-connections",
-    "fail-static",
-    "ca-rotation",
-    "leaf-renewal",
-    "config-reload",
-    "token-file",
-    "agent-blocking",
-];
+pub const FEATURES: &[&str] = scenarios::FEATURES;
 
 /// Names of the bounds a proxy can declare, in milliseconds.
 pub const BOUNDS: [&str; 2] = ["reauthorize_ms", "max_lifetime_ms"];
@@ -74,6 +69,46 @@ pub struct Manifest {
     /// Extra keys for the sidecar's `Proxy.Config`.
     #[serde(default)]
     pub proxy_config: BTreeMap<String, Value>,
+    /// How transparent scenarios run the proxy and the redirect step.
+    #[serde(default)]
+    pub transparent: Transparent,
+}
+
+/// Transparent-mode settings: the proxy's UID and the redirect command.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Transparent {
+    /// The UID (and GID) the proxy runs as; the redirect rules exempt its traffic.
+    #[serde(default = "default_uid")]
+    pub uid: u32,
+    /// The one-shot redirect step (a template; the agent's address and the token also come in
+    /// `CONSUL_HTTP_ADDR` / `CONSUL_HTTP_TOKEN`).
+    #[serde(default = "default_redirect")]
+    pub redirect_command: String,
+}
+
+/// Consul on Kubernetes runs Envoy as 5995; so do we.
+pub const DEFAULT_PROXY_UID: u32 = 5995;
+
+/// The bundled redirect step.
+pub const DEFAULT_REDIRECT_COMMAND: &str =
+    "{exe} redirect-traffic -proxy-id {proxy_id} -proxy-uid {proxy_uid}";
+
+fn default_uid() -> u32 {
+    DEFAULT_PROXY_UID
+}
+
+fn default_redirect() -> String {
+    DEFAULT_REDIRECT_COMMAND.into()
+}
+
+impl Default for Transparent {
+    fn default() -> Self {
+        Self {
+            uid: DEFAULT_PROXY_UID,
+            redirect_command: DEFAULT_REDIRECT_COMMAND.into(),
+        }
+    }
 }
 
 /// Bounds a proxy claims, in milliseconds.
@@ -110,6 +145,7 @@ impl Manifest {
                 max_lifetime_ms: None,
             },
             proxy_config: knobs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+            transparent: Transparent::default(),
         }
     }
 
@@ -162,6 +198,7 @@ impl Manifest {
             token_file_args: None,
             bounds: Bounds::default(),
             proxy_config: BTreeMap::new(),
+            transparent: Transparent::default(),
         };
         m.validate("--proxy-cmd")?;
         Ok(m)
@@ -242,6 +279,15 @@ impl Manifest {
         template::check(&self.command).map_err(|e| bad(format!("command: {e}")))?;
         if let Some(a) = &self.token_file_args {
             template::check(&format!("x {a}")).map_err(|e| bad(format!("token_file_args: {e}")))?;
+        }
+        template::check(&self.transparent.redirect_command)
+            .map_err(|e| bad(format!("transparent.redirect_command: {e}")))?;
+        if self.transparent.uid == 0 {
+            return Err(bad(
+                "transparent.uid: the proxy must not run as root (its traffic would be exempt \
+                 only by accident, and the proxy must stay unprivileged)"
+                    .into(),
+            ));
         }
         for f in &self.features {
             if !FEATURES.contains(&f.as_str()) {

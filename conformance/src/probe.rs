@@ -8,6 +8,7 @@ mod http;
 mod inbound;
 mod upstream;
 
+use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,8 +22,8 @@ use tokio_rustls::client::TlsStream;
 
 pub(crate) use self::conn::Conn;
 pub(crate) use self::http::{HttpProbe, one_shot as http_one_shot};
-pub(crate) use self::inbound::{Inbound, inbound};
-pub(crate) use self::upstream::upstream_once;
+pub(crate) use self::inbound::{Inbound, inbound, inbound_plain};
+pub(crate) use self::upstream::{listener_open, upstream_once};
 use crate::tls::{self, Captured};
 
 // Deadlines are generous so a busy machine does not turn a slow answer into a refusal; a
@@ -51,9 +52,8 @@ pub(crate) async fn tls_connect(
     let captured = Arc::new(Captured::default());
     let result = async {
         let cfg = tls::client_config(identity, captured.clone()).map_err(|e| e.to_string())?;
-        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+        let tcp = dial(addr)
             .await
-            .map_err(|_| "TCP connect timed out".to_owned())?
             .map_err(|e| format!("TCP connect failed: {e}"))?;
         let _ = tcp.set_nodelay(true);
         let name = ServerName::try_from("db.conformance.invalid")
@@ -71,6 +71,18 @@ pub(crate) async fn tls_connect(
     (result, captured)
 }
 
+/// Connects to `addr` as a downstream client would: in a transparent scenario, from outside
+/// the pod (the node namespace) unless `addr` is a loopback address; else from here. Bounded
+/// by [`CONNECT_TIMEOUT`].
+pub(crate) async fn dial(addr: SocketAddr) -> io::Result<TcpStream> {
+    match crate::netns::outside() {
+        Some(node) if !addr.ip().is_loopback() => node.connect(addr).await,
+        _ => tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TCP connect timed out"))?,
+    }
+}
+
 /// The chain the proxy serves on `addr` (leaf first), seen by a client presenting `identity`.
 pub(crate) async fn served_chain(
     addr: SocketAddr,
@@ -81,14 +93,5 @@ pub(crate) async fn served_chain(
         (Some(chain), _) => Ok(chain),
         (None, Err(e)) => Err(e),
         (None, Ok(_)) => Err("the handshake completed without a server certificate".into()),
-    }
-}
-
-/// Whether a TCP connection to `addr` is accepted.
-pub(crate) async fn listener_open(addr: SocketAddr) -> Result<(), String> {
-    match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(format!("connect failed: {e}")),
-        Err(_) => Err("connect timed out".into()),
     }
 }

@@ -5,11 +5,11 @@
 //! a process-wide registry lets the CLI kill every live group on Ctrl-C: no child outlives
 //! the run.
 
+mod listen;
 mod output;
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::net::SocketAddr;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,12 +17,13 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
-use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
 pub use self::output::{DEFAULT_CAPACITY, OutputRing};
 use crate::error::Error;
+
+pub use self::listen::ListenAddr;
 
 /// What to run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub struct ProxyCommand {
     pub env: Vec<(String, String)>,
     /// Variables to remove from the inherited environment.
     pub env_remove: Vec<String>,
+    /// Run as this user and group ID (transparent mode; needs root). `None`: as we run.
+    pub uid: Option<u32>,
 }
 
 /// A running proxy process group.
@@ -54,7 +57,7 @@ pub struct NotReady {
     /// How long the harness waited.
     pub waited: Duration,
     /// Ports that never accepted a connection.
-    pub pending: Vec<SocketAddr>,
+    pub pending: Vec<ListenAddr>,
     /// Set when the proxy exited while the harness waited.
     pub exited: Option<String>,
 }
@@ -105,6 +108,9 @@ impl ProxyProcess {
             c.env_remove(k);
         }
         c.envs(cmd.env.iter().map(|(k, v)| (k, v)));
+        if let Some(id) = cmd.uid {
+            c.uid(id).gid(id);
+        }
         let mut child = c.spawn().map_err(|source| Error::Spawn {
             program: program.clone(),
             source,
@@ -163,12 +169,12 @@ impl ProxyProcess {
     /// passes. Ok = how long it took.
     pub async fn wait_ready(
         &mut self,
-        addrs: &[SocketAddr],
+        targets: &[ListenAddr],
         timeout: Duration,
     ) -> Result<Duration, NotReady> {
         let start = Instant::now();
         let deadline = start + timeout;
-        let mut pending: Vec<SocketAddr> = addrs.to_vec();
+        let mut pending: Vec<ListenAddr> = targets.to_vec();
         loop {
             if let Some(status) = self.exited() {
                 return Err(NotReady {
@@ -178,11 +184,10 @@ impl ProxyProcess {
                 });
             }
             let mut still = Vec::new();
-            for a in pending {
-                let attempt =
-                    tokio::time::timeout(Duration::from_millis(500), TcpStream::connect(a));
-                if !matches!(attempt.await, Ok(Ok(_))) {
-                    still.push(a);
+            for d in pending {
+                let attempt = tokio::time::timeout(Duration::from_millis(500), d.accepts());
+                if !matches!(attempt.await, Ok(Ok(()))) {
+                    still.push(d);
                 }
             }
             pending = still;

@@ -4,6 +4,7 @@
 
 mod artifacts;
 mod progress;
+mod transparent;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use scenarios::{Scenario, Timeouts};
 use tokio::time::Instant;
 
 pub use self::progress::{Lines, Progress, ProgressBar, Silent};
+pub use self::transparent::Tamper;
 use crate::catalogue;
 use crate::error::Error;
 use crate::exec::Exec;
@@ -39,6 +41,8 @@ pub struct RunConfig {
     pub jobs: usize,
     /// SIGTERM grace before SIGKILL at teardown.
     pub grace: Duration,
+    /// A deliberately broken environment (the self-test's; `None` in real runs).
+    pub tamper: Option<Tamper>,
 }
 
 /// One entry of a run's plan.
@@ -71,6 +75,7 @@ impl RunConfig {
             seed: rand::random(),
             jobs: default_jobs(),
             grace: Duration::from_secs(2),
+            tamper: None,
         }
     }
 }
@@ -137,6 +142,12 @@ pub async fn run_scenario(cfg: &RunConfig, scenario: &Scenario) -> ScenarioResul
         return result;
     }
     let started = Instant::now();
+    let (id, description, p, features) = (
+        scenario.id.clone(),
+        scenario.description.clone(),
+        scenario.profile,
+        scenario.features.clone(),
+    );
     let seed = scenario_seed(cfg.seed, &scenario.id);
     let scenario = if scenario.generate.is_some() {
         result.seed = Some(seed);
@@ -147,11 +158,51 @@ pub async fn run_scenario(cfg: &RunConfig, scenario: &Scenario) -> ScenarioResul
     } else {
         scenario.clone()
     };
-    if let Err(e) = play(cfg, &scenario, seed, started, &mut result).await {
+    if scenario.setup.transparent.is_some() {
+        let tools = match crate::netns::support() {
+            Ok(t) => t,
+            Err(why) => {
+                transparent::not_supported_here(&mut result, &why);
+                return result;
+            }
+        };
+        let cfg = cfg.clone();
+        let iptables = tools.iptables.clone();
+        let in_pod = crate::netns::run_in_pod(tools, move |node| async move {
+            let r = play(
+                &cfg,
+                &scenario,
+                seed,
+                started,
+                &mut result,
+                Some((node, iptables)),
+            )
+            .await;
+            (result, r)
+        })
+        .await;
+        return match in_pod {
+            Ok((mut result, r)) => finish(&mut result, r, started),
+            Err(e) => harness_error(
+                ScenarioResult::new(&id, &description, profile(p), features),
+                &e,
+                started,
+            ),
+        };
+    }
+    let r = play(cfg, &scenario, seed, started, &mut result, None).await;
+    finish(&mut result, r, started)
+}
+
+fn finish(result: &mut ScenarioResult, r: Result<(), Error>, started: Instant) -> ScenarioResult {
+    if let Err(e) = r {
         result.error = Some(ErrorInfo::new(e.kind(), e.to_string()));
     }
     result.duration_ms = ms(started.elapsed());
-    result
+    std::mem::replace(
+        result,
+        ScenarioResult::new("", "", reports::Profile::Core, Vec::new()),
+    )
 }
 
 fn harness_error(mut result: ScenarioResult, e: &Error, started: Instant) -> ScenarioResult {
@@ -170,8 +221,21 @@ async fn play(
     seed: u64,
     started: Instant,
     result: &mut ScenarioResult,
+    pod: Option<(crate::netns::Node, PathBuf)>,
 ) -> Result<(), Error> {
-    let mut world = World::build(&scenario.setup, &cfg.manifest, &cfg.timeouts, seed).await?;
+    let (node, iptables) = pod.unzip();
+    let mut world = World::build(&scenario.setup, &cfg.manifest, &cfg.timeouts, seed, node).await?;
+    if let (Some(cmd), Some(iptables)) = (
+        world.redirect_command(&cfg.manifest, &cfg.exe, cfg.tamper)?,
+        iptables,
+    ) {
+        transparent::redirect(&cmd, &iptables, &mut result.artifacts).await?;
+        result.timeline.push(TimelineEvent::new(
+            ms(started.elapsed()),
+            EventKind::Step,
+            "redirect rules installed",
+        ));
+    }
     let command = world.proxy_command(&cfg.manifest, &cfg.exe)?;
     result.artifacts.push(reports::Artifact::text(
         "proxy-command",

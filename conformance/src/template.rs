@@ -1,7 +1,8 @@
 //! Command templates: shell-words splitting (no shell is run) and `{placeholder}` substitution
 //! in each word, so substituted values containing spaces stay one argument.
 //!
-//! Placeholders: `{proxy_id}`, `{service}`, `{agent_addr}`, `{token}`, `{token_file}`, `{exe}`.
+//! Placeholders: `{proxy_id}`, `{service}`, `{agent_addr}`, `{token}`, `{token_file}`, `{exe}`,
+//! and for transparent mode's redirect command `{proxy_uid}` and `{app_port}`.
 //! `{{` and `}}` stand for literal braces.
 
 use std::collections::BTreeMap;
@@ -9,13 +10,15 @@ use std::collections::BTreeMap;
 use crate::error::Error;
 
 /// Every placeholder a template may use.
-pub const PLACEHOLDERS: [&str; 6] = [
+pub const PLACEHOLDERS: [&str; 8] = [
     "proxy_id",
     "service",
     "agent_addr",
     "token",
     "token_file",
     "exe",
+    "proxy_uid",
+    "app_port",
 ];
 
 /// Values for the placeholders of one scenario.

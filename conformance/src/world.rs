@@ -1,13 +1,16 @@
 //! One scenario's world, nothing shared with other scenarios: a fresh agent-sim on
-//! `127.0.0.1:0` with ACLs on, a token for the proxy, ports for the proxy's listeners, the
-//! harness-run app and upstream instances, the setup played through `agent_sim::play`, and
-//! the proxy's command line and environment.
+//! `127.0.0.1:0` with ACLs on, a token for the proxy, ports (and unix sockets) for the
+//! proxy's listeners, the harness-run app and upstream instances, the setup played through
+//! `agent_sim::play`, and the proxy's command line and environment. In transparent mode the
+//! world lives in the pod namespace (see `netns`): instances and an outside server on the node
+//! side, the proxy as its own UID, and the redirect step's command line.
 
 mod apps;
 mod instances;
 mod ports;
+mod transparent;
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -18,11 +21,14 @@ use agent_sim::play::{self, Play, Ports};
 use agent_sim::{AgentSim, Control, Listening};
 use scenarios::{InstanceSpec, Policy, Setup, Timeouts, TokenDelivery};
 
-pub(crate) use self::apps::{App, AppKind};
+pub(crate) use self::apps::{App, AppBind, AppKind};
 pub(crate) use self::instances::Instances;
+pub(crate) use self::transparent::Pod;
 use crate::error::Error;
 use crate::manifest::Manifest;
-use crate::proxy::ProxyCommand;
+use crate::netns::Node;
+use crate::proxy::{ListenAddr, ProxyCommand};
+use crate::runner::Tamper;
 use crate::template;
 
 /// Environment variables removed from the proxy's inherited environment, so the user's own
@@ -48,6 +54,8 @@ pub(crate) struct World {
     pub(crate) delivery: TokenDelivery,
     pub(crate) app: App,
     pub(crate) instances: Instances,
+    /// Transparent mode: the pod's outside, the proxy's UID, the outbound port.
+    pub(crate) pod: Option<Pod>,
     token_file: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -59,6 +67,7 @@ impl World {
         manifest: &Manifest,
         timeouts: &Timeouts,
         seed: u64,
+        node: Option<Node>,
     ) -> Result<Self, Error> {
         let mgmt = format!("conformance-management-{seed:016x}");
         let policy = match setup.acl_default_policy.unwrap_or(Policy::Deny) {
@@ -95,18 +104,48 @@ impl World {
             Some("http" | "http2" | "grpc") => AppKind::Http,
             _ => AppKind::Echo,
         };
-        let app = apps::start(kind).await?;
+        let bind = if setup.app_socket {
+            AppBind::Unix(dir.path().join("app.sock"))
+        } else if node.is_some() {
+            AppBind::AnyAddress
+        } else {
+            AppBind::Loopback
+        };
+        let app = apps::start(kind, bind.clone()).await?;
         let mut instances = Instances::default();
         let mut ports = Ports {
             app: app.addr.port(),
             inbound: ports::free_port()?,
             ..Ports::default()
         };
+        if let AppBind::Unix(path) = &bind {
+            ports.app_socket = Some(path.display().to_string());
+        }
         for u in &setup.upstreams {
             ports.upstreams.insert(u.name.clone(), ports::free_port()?);
+            if u.socket {
+                let path = dir.path().join(format!("{}.sock", u.name));
+                ports
+                    .upstream_sockets
+                    .insert(u.name.clone(), path.display().to_string());
+            }
         }
+        let pod = match (node, &setup.transparent) {
+            (Some(node), Some(spec)) => {
+                ports.service_address = Some(crate::netns::POD_IP.to_string());
+                ports.instance_address = Some(crate::netns::NODE_IP.to_string());
+                Some(Pod::new(
+                    node,
+                    spec,
+                    manifest.transparent.uid,
+                    dir.path(),
+                    &token_file,
+                )?)
+            }
+            _ => None,
+        };
         for spec in &setup.instances {
-            let i = instances::start(spec, &control).await?;
+            let i = instances::start(spec, &control, pod.as_ref().map(Pod::node)).await?;
             ports.instances.insert(spec.id.clone(), i.addr.port());
             instances.insert(i);
         }
@@ -124,6 +163,7 @@ impl World {
             delivery: setup.token,
             app,
             instances,
+            pod,
             token_file,
             _dir: dir,
         })
@@ -134,27 +174,46 @@ impl World {
         self.sim.control()
     }
 
-    /// The proxy's inbound (public) listener.
+    /// The proxy's inbound (public) listener (on the pod's address in transparent mode).
     pub(crate) fn inbound_addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.play.ports().inbound))
+        let ip = match self.pod {
+            Some(_) => crate::netns::POD_IP,
+            None => Ipv4Addr::LOCALHOST,
+        };
+        SocketAddr::from((ip, self.play.ports().inbound))
     }
 
-    /// The local listener of an upstream.
-    pub(crate) fn upstream_addr(&self, name: &str) -> Option<SocketAddr> {
-        let port = self.play.ports().upstreams.get(name)?;
-        Some(SocketAddr::from(([127, 0, 0, 1], *port)))
+    /// The application's own port as seen from outside the pod (transparent mode).
+    pub(crate) fn app_port_addr(&self) -> SocketAddr {
+        SocketAddr::from((crate::netns::POD_IP, self.app.addr.port()))
     }
 
-    /// What must accept connections before the proxy counts as ready: the inbound listener and
-    /// every upstream in the registration.
-    pub(crate) fn ready_addrs(&self) -> Vec<SocketAddr> {
-        let mut addrs = vec![self.inbound_addr()];
+    /// The local listener of an upstream: its unix socket, or its loopback port.
+    pub(crate) fn upstream_addr(&self, name: &str) -> Option<ListenAddr> {
+        let ports = self.play.ports();
+        if let Some(path) = ports.upstream_sockets.get(name) {
+            return Some(ListenAddr::Unix(PathBuf::from(path)));
+        }
+        let port = ports.upstreams.get(name)?;
+        Some(ListenAddr::Tcp(SocketAddr::from((
+            Ipv4Addr::LOCALHOST,
+            *port,
+        ))))
+    }
+
+    /// What must accept connections before the proxy counts as ready: the inbound listener,
+    /// every upstream in the registration, and the transparent outbound listener.
+    pub(crate) fn ready_addrs(&self) -> Vec<ListenAddr> {
+        let mut addrs = vec![ListenAddr::Tcp(self.inbound_addr())];
         addrs.extend(
             self.play
                 .registered_upstreams()
                 .iter()
                 .filter_map(|u| self.upstream_addr(u)),
         );
+        if let Some(pod) = &self.pod {
+            addrs.push(ListenAddr::Tcp(pod.outbound_listener()));
+        }
         addrs
     }
 
@@ -194,13 +253,58 @@ impl World {
             argv,
             env,
             env_remove: SCRUBBED_ENV.iter().map(|s| (*s).to_owned()).collect(),
+            uid: self.pod.as_ref().map(Pod::uid),
         })
+    }
+
+    /// The redirect step's command line (transparent mode), as `manifest` templates it;
+    /// `tamper` misconfigures it on purpose (the self-test's broken environments).
+    pub(crate) fn redirect_command(
+        &self,
+        manifest: &Manifest,
+        exe: &Path,
+        tamper: Option<Tamper>,
+    ) -> Result<Option<ProxyCommand>, Error> {
+        let Some(pod) = &self.pod else {
+            return Ok(None);
+        };
+        let uid = match tamper {
+            Some(Tamper::RedirectWrongUid) => pod.uid() + 1,
+            _ => pod.uid(),
+        };
+        let vars: template::Vars = [
+            ("proxy_id", play::PROXY_ID.to_owned()),
+            ("service", play::SERVICE.to_owned()),
+            ("agent_addr", self.sim.http_addr()),
+            ("token", self.token.clone()),
+            ("token_file", self.token_file.display().to_string()),
+            ("exe", exe.display().to_string()),
+            ("proxy_uid", uid.to_string()),
+            ("app_port", self.app.addr.port().to_string()),
+        ]
+        .into_iter()
+        .collect();
+        let mut argv = template::render(&manifest.transparent.redirect_command, &vars)?;
+        if tamper == Some(Tamper::RedirectSkipInbound) {
+            argv.push("-exclude-inbound-port".into());
+            argv.push(self.app.addr.port().to_string());
+        }
+        Ok(Some(ProxyCommand {
+            argv,
+            env: vec![
+                ("CONSUL_HTTP_ADDR".to_owned(), self.sim.http_addr()),
+                ("CONSUL_HTTP_TOKEN".to_owned(), self.token.clone()),
+            ],
+            env_remove: SCRUBBED_ENV.iter().map(|s| (*s).to_owned()).collect(),
+            uid: None,
+        }))
     }
 
     /// Starts another instance (an `add-instance` step's process) and records its port, so the
     /// step's catalog registration can follow.
     pub(crate) async fn start_instance(&mut self, spec: &InstanceSpec) -> Result<(), Error> {
-        let i = instances::start(spec, self.sim.control()).await?;
+        let node = self.pod.as_ref().map(Pod::node);
+        let i = instances::start(spec, self.sim.control(), node).await?;
         self.play.set_instance_port(&spec.id, i.addr.port());
         self.instances.insert(i);
         Ok(())

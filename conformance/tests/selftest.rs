@@ -4,15 +4,19 @@
 //!
 //! A trial *fails* when this build's reference proxy does not accept `--sabotage NAME` (the
 //! `sabotage` feature of proxy-under-test is on for this crate's tests, so that means the name is
-//! unknown): a missing broken proxy must not look like a caught one.
+//! unknown): a missing broken proxy must not look like a caught one. Names of deliberately
+//! broken *environments* (`redirect-wrong-uid`, ...) run the correct proxy with the redirect
+//! step misconfigured instead.
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
+use conformance::Tamper;
 use libtest_mimic::{Arguments, Failed, Trial};
 use reports::Verdict;
+use scenarios::Scenario;
 
 /// Whether the bundled reference proxy knows `--sabotage NAME`.
 fn sabotage_available(name: &str) -> bool {
@@ -31,6 +35,10 @@ fn main() {
     let mut trials = Vec::new();
     for s in support::scenarios() {
         for name in s.catches.clone() {
+            if let Ok(tamper) = name.parse::<Tamper>() {
+                trials.push(tamper_trial(&s, tamper));
+                continue;
+            }
             let ok = *available
                 .entry(name.clone())
                 .or_insert_with(|| sabotage_available(&name));
@@ -44,6 +52,9 @@ fn main() {
                         )));
                     }
                     let cfg = support::config(&format!("--sabotage {sabotage}"));
+                    if let Some(why) = support::unsupported_here(&scenario) {
+                        return Err(Failed::from(why));
+                    }
                     let (result, verdict) = support::run(&cfg, &scenario);
                     if verdict == Verdict::Fail {
                         Ok(())
@@ -59,4 +70,27 @@ fn main() {
         }
     }
     libtest_mimic::run(&args, trials).exit();
+}
+
+/// The correct reference proxy in a deliberately broken environment must fail too.
+fn tamper_trial(s: &Scenario, tamper: Tamper) -> Trial {
+    let scenario = s.clone();
+    Trial::test(format!("{}::{tamper}", s.id), move || {
+        if let Some(why) = support::unsupported_here(&scenario) {
+            return Err(Failed::from(why));
+        }
+        let mut cfg = support::config("");
+        cfg.tamper = Some(tamper);
+        let (result, verdict) = support::run(&cfg, &scenario);
+        if verdict == Verdict::Fail {
+            Ok(())
+        } else {
+            Err(Failed::from(format!(
+                "expected verdict fail with the environment tampered ({tamper})\n{}",
+                support::explain(&result, verdict)
+            )))
+        }
+    })
+    .with_kind("tamper")
+    .with_ignored_flag(support::skip_here(s))
 }

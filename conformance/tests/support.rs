@@ -14,6 +14,29 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
     catalogue::builtin()
 }
 
+/// Why `s` cannot run here, when it needs transparent mode and this machine cannot do it.
+pub(crate) fn unsupported_here(s: &Scenario) -> Option<String> {
+    s.setup.transparent.as_ref()?;
+    conformance::transparent_support()
+        .err()
+        .map(|why| format!("transparent scenarios cannot run here: {why}"))
+}
+
+/// Whether to ignore `s`'s trial: it cannot run here and the environment does not require it
+/// (`CONFORMANCE_REQUIRE_NETNS=1`, set by CI, turns that into a failure instead).
+pub(crate) fn skip_here(s: &Scenario) -> bool {
+    let required = std::env::var("CONFORMANCE_REQUIRE_NETNS").is_ok_and(|v| v == "1");
+    let skip = !required && unsupported_here(s).is_some();
+    if skip {
+        eprintln!(
+            "note: {} is ignored: {}",
+            s.id,
+            unsupported_here(s).unwrap_or_default()
+        );
+    }
+    skip
+}
+
 /// A run config for the bundled reference proxy started as
 /// `conformance reference-proxy [extra args] -proxy-id {proxy_id}`.
 pub(crate) fn config(extra: &str) -> RunConfig {

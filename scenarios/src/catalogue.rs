@@ -1,5 +1,5 @@
 //! The embedded catalogue: every scenario file under `catalogue/`, compiled into the crate, in
-//! profile order (core, l7, extended) then by id.
+//! profile order (core, l7, extended, transparent) then by id.
 
 use crate::model::Scenario;
 use crate::parse::parse;
@@ -121,6 +121,34 @@ const FILES: &[(&str, &str)] = &[
     (
         "catalogue/extended/discovery-chain-redirect.toml",
         include_str!("../catalogue/extended/discovery-chain-redirect.toml"),
+    ),
+    (
+        "catalogue/transparent/hostname-endpoint.toml",
+        include_str!("../catalogue/transparent/hostname-endpoint.toml"),
+    ),
+    (
+        "catalogue/transparent/tproxy-inbound-capture.toml",
+        include_str!("../catalogue/transparent/tproxy-inbound-capture.toml"),
+    ),
+    (
+        "catalogue/transparent/tproxy-no-loop.toml",
+        include_str!("../catalogue/transparent/tproxy-no-loop.toml"),
+    ),
+    (
+        "catalogue/transparent/tproxy-outbound-deny-unknown.toml",
+        include_str!("../catalogue/transparent/tproxy-outbound-deny-unknown.toml"),
+    ),
+    (
+        "catalogue/transparent/tproxy-outbound-virtual-ip.toml",
+        include_str!("../catalogue/transparent/tproxy-outbound-virtual-ip.toml"),
+    ),
+    (
+        "catalogue/transparent/uds-local-app.toml",
+        include_str!("../catalogue/transparent/uds-local-app.toml"),
+    ),
+    (
+        "catalogue/transparent/uds-upstream.toml",
+        include_str!("../catalogue/transparent/uds-upstream.toml"),
     ),
 ];
 

@@ -5,8 +5,8 @@ mod precedence;
 mod prng;
 
 use crate::model::{
-    Check, Expectation, Generator, Identity, IntentionSpec, Outcome, Policy, Requirement, Scenario,
-    Step,
+    Check, Expectation, Generator, Identity, InboundVia, IntentionSpec, Outcome, Policy,
+    Requirement, Scenario, Step,
 };
 use crate::validate::{MARKER_SOURCE, MAX_CASES};
 
@@ -152,6 +152,7 @@ fn expect(name: String, service: &str, outcome: Outcome, within: Option<&str>) -
                 service: service.to_owned(),
             },
             outcome,
+            via: InboundVia::PublicListener,
         },
         within: within.map(str::to_owned),
         stable_for: None,

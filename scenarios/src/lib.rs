@@ -20,8 +20,9 @@ pub use error::ScenarioError;
 pub use generate::expand;
 pub use model::*;
 pub use names::{
-    BLOCKING_FAMILIES, BROKEN_BEHAVIOURS, FEATURES, HEALTH_STATUSES, L7_PROTOCOLS, PROTOCOLS,
+    BLOCKING_FAMILIES, BROKEN_BEHAVIOURS, ENVIRONMENT_TAMPERS, FEATURES, HEALTH_STATUSES,
+    L7_PROTOCOLS, PROTOCOLS,
 };
 pub use parse::parse;
 pub use timeouts::Timeouts;
-pub use validate::{MARKER_SOURCE, validate, validate_all};
+pub use validate::{MARKER_SOURCE, parse_socket_mode, validate, validate_all};

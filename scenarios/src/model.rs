@@ -87,6 +87,14 @@ pub struct Setup {
     /// How the proxy gets its ACL token.
     #[serde(default)]
     pub token: TokenDelivery,
+    /// Transparent mode (`Proxy.Mode = "transparent"`): the harness runs the scenario in network
+    /// namespaces of its own, installs the redirect rules and runs the proxy under its own UID.
+    #[serde(default)]
+    pub transparent: Option<TransparentSpec>,
+    /// The application listens on a unix socket (`Proxy.LocalServiceSocketPath`) instead of a
+    /// TCP port.
+    #[serde(default)]
+    pub app_socket: bool,
 }
 
 /// `allow` or `deny`.
@@ -119,6 +127,24 @@ pub struct UpstreamSpec {
     /// Present in the registration from the start (`false`: added later by an `add-upstream` step).
     #[serde(default = "yes")]
     pub initial: bool,
+    /// Exposed on a unix socket (`LocalBindSocketPath`) instead of a TCP port.
+    #[serde(default)]
+    pub socket: bool,
+    /// `LocalBindSocketMode` (octal text such as `"0600"`); only with `socket`.
+    #[serde(default)]
+    pub socket_mode: Option<String>,
+}
+
+/// The transparent-mode part of the sidecar registration (`Proxy.TransparentProxy`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransparentSpec {
+    /// `OutboundListenerPort` (Consul's default: 15001).
+    #[serde(default)]
+    pub outbound_port: Option<u16>,
+    /// `DialedDirectly`.
+    #[serde(default)]
+    pub dialed_directly: bool,
 }
 
 fn yes() -> bool {
@@ -378,6 +404,11 @@ pub enum Check {
         identity: Identity,
         /// Expected outcome.
         outcome: Outcome,
+        /// Where the connection goes: the proxy's public listener, or (transparent mode) the
+        /// application's own port from outside the pod, where the redirect rules must capture it
+        /// (with `no-cert` the probe then speaks plain TCP, no TLS at all).
+        #[serde(default)]
+        via: InboundVia,
     },
     /// An HTTP request as `identity` (on the named keep-alive connection when `conn` is given).
     Http {
@@ -431,7 +462,21 @@ pub enum Check {
         /// The client identity the instance must have seen.
         #[serde(default = "db")]
         presented: String,
+        /// How the app reaches the upstream: its local listener (a TCP port or a unix socket,
+        /// as registered), or (transparent mode) the service's virtual IP.
+        #[serde(default)]
+        via: UpstreamVia,
     },
+    /// Transparent mode: the app dials an address that belongs to no service (a plain TCP
+    /// server outside the pod). `refused`: nothing reaches it or any instance; `allowed`: the
+    /// proxy passes the bytes through to it.
+    UnknownDestination {
+        /// Expected outcome.
+        outcome: Outcome,
+    },
+    /// Transparent mode: the proxy's own connections were not redirected back into it: every
+    /// connection its outbound listener accepted so far came from the harness's app probes.
+    NoRedirectLoop,
     /// Connections to the local upstream listener carry no bytes to any instance.
     UpstreamRefused {
         /// The upstream name.
@@ -461,6 +506,28 @@ pub enum Check {
 }
 
 /// Allowed or refused.
+/// Where an inbound probe connects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InboundVia {
+    /// The proxy's public listener.
+    #[default]
+    PublicListener,
+    /// The application's port, dialed from outside the pod (transparent mode).
+    AppPort,
+}
+
+/// How an upstream probe reaches the upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpstreamVia {
+    /// The upstream's local listener (TCP port or unix socket).
+    #[default]
+    Listener,
+    /// The service's virtual IP, through the redirect rules (transparent mode).
+    VirtualIp,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {

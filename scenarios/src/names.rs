@@ -15,6 +15,9 @@ pub const FEATURES: &[&str] = &[
     "config-reload",
     "token-file",
     "agent-blocking",
+    "transparent",
+    "unix-sockets",
+    "hostname-endpoints",
 ];
 
 /// The deliberately broken behaviours of the reference proxy (`--sabotage NAME`, test builds
@@ -47,7 +50,17 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "ignore-config-changes",
     "ignore-discovery-chain",
     "ignore-token-file",
+    "ignore-original-dst",
+    "forward-unknown",
+    "reject-hostname-endpoints",
+    "ignore-app-socket",
 ];
+
+/// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that
+/// test the redirect rules (`catches` may name them too): `redirect-wrong-uid` installs the
+/// rules for another UID than the proxy's (its own dials are captured: a loop);
+/// `redirect-skip-inbound` leaves the application's port out of the inbound capture.
+pub const ENVIRONMENT_TAMPERS: &[&str] = &["redirect-wrong-uid", "redirect-skip-inbound"];
 
 /// Endpoint families an `agent-usage` check can require to be read with blocking queries:
 /// `roots` (`/v1/agent/connect/ca/roots`), `leaf` (`/v1/agent/connect/ca/leaf/:service`),

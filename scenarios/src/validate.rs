@@ -11,7 +11,9 @@ use serde_json::Value;
 use crate::duration::parse_go_duration;
 use crate::error::{FieldError, FieldPath, ScenarioError};
 use crate::model::{IntentionSpec, Scenario, Setup, Step};
-use crate::names::{BROKEN_BEHAVIOURS, FEATURES, HEALTH_STATUSES, L7_PROTOCOLS, PROTOCOLS};
+use crate::names::{
+    BROKEN_BEHAVIOURS, ENVIRONMENT_TAMPERS, FEATURES, HEALTH_STATUSES, L7_PROTOCOLS, PROTOCOLS,
+};
 
 /// The source a `random-intentions` expansion reserves for its propagation marker.
 pub const MARKER_SOURCE: &str = "precedence-marker";
@@ -67,10 +69,15 @@ pub(crate) fn check_scenario(s: &Scenario) -> Result<(), FieldError> {
         ));
     }
     check_names(&root.key("features"), &s.features, FEATURES, "feature")?;
+    let catchable: Vec<&str> = BROKEN_BEHAVIOURS
+        .iter()
+        .chain(ENVIRONMENT_TAMPERS)
+        .copied()
+        .collect();
     check_names(
         &root.key("catches"),
         &s.catches,
-        BROKEN_BEHAVIOURS,
+        &catchable,
         "broken behaviour",
     )?;
     check_setup(&root.key("setup"), &s.setup)?;
@@ -117,9 +124,31 @@ fn check_setup(at: &FieldPath, setup: &Setup) -> Result<(), FieldError> {
     if let Some(p) = &setup.protocol {
         one_of(&at.key("protocol"), p, PROTOCOLS)?;
     }
+    if let Some(t) = &setup.transparent
+        && t.outbound_port == Some(0)
+    {
+        return Err(FieldError::new(
+            at.key("transparent").key("outbound_port"),
+            "must be a port number (1-65535)",
+        ));
+    }
     for (i, u) in setup.upstreams.iter().enumerate() {
         let at = at.key("upstreams").index(i);
         service_name(&at.key("name"), &u.name)?;
+        if let Some(mode) = &u.socket_mode {
+            if !u.socket {
+                return Err(FieldError::new(
+                    at.key("socket_mode"),
+                    "only an upstream with `socket = true` has a socket mode",
+                ));
+            }
+            if parse_socket_mode(mode).is_none() {
+                return Err(FieldError::new(
+                    at.key("socket_mode"),
+                    format!("{mode:?} is not an octal file mode such as \"0600\""),
+                ));
+            }
+        }
         if setup.upstreams[..i].iter().any(|o| o.name == u.name) {
             return Err(FieldError::new(
                 at.key("name"),
@@ -164,6 +193,15 @@ pub(crate) fn check_instance(
         return Err(FieldError::new(at.key("hostname"), "must be a host name"));
     }
     Ok(())
+}
+
+/// A `socket_mode` as a file mode: octal digits (a leading `0` optional), at most `0777`.
+pub fn parse_socket_mode(text: &str) -> Option<u32> {
+    let digits = text.strip_prefix("0o").unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        return None;
+    }
+    u32::from_str_radix(digits, 8).ok().filter(|m| *m <= 0o777)
 }
 
 /// An intention in shorthand, as Consul would validate it (`Action` xor `Permissions`, no

@@ -7,16 +7,16 @@ use serde_json::{Value, json};
 use crate::Control;
 
 /// The catalog registration of a harness-run instance (`PUT /v1/catalog/register` body).
-pub fn instance_registration(spec: &InstanceSpec, port: u16) -> Value {
-    let address = spec.hostname.clone().unwrap_or_else(|| "127.0.0.1".into());
+pub fn instance_registration(spec: &InstanceSpec, address: &str, port: u16) -> Value {
+    let service_address = spec.hostname.as_deref().unwrap_or(address);
     json!({
         "Node": node_name(&spec.id),
-        "Address": "127.0.0.1",
+        "Address": address,
         "Service": {
             "Kind": "connect-proxy",
             "ID": spec.id,
             "Service": format!("{}-sidecar-proxy", spec.service),
-            "Address": address,
+            "Address": service_address,
             "Port": port,
             "Proxy": {"DestinationServiceName": spec.service, "DestinationServiceID": spec.service},
         },

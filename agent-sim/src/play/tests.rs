@@ -36,10 +36,14 @@ fn setup() -> Setup {
             UpstreamSpec {
                 name: "cache".into(),
                 initial: true,
+                socket: false,
+                socket_mode: None,
             },
             UpstreamSpec {
                 name: "extra".into(),
                 initial: false,
+                socket: false,
+                socket_mode: None,
             },
         ],
         instances: vec![InstanceSpec {
@@ -65,6 +69,7 @@ fn ports() -> Ports {
         inbound: 21000,
         upstreams: [("cache".to_owned(), 9191), ("extra".to_owned(), 9192)].into(),
         instances: [("cache-1".to_owned(), 9300)].into(),
+        ..Ports::default()
     }
 }
 
@@ -234,8 +239,41 @@ fn registration_bodies_snapshot() {
                 status: Some("critical".into()),
                 hostname: Some("localhost".into()),
             },
+            "127.0.0.1",
             9301,
         ),
     });
     insta::assert_json_snapshot!(bodies);
+}
+
+#[test]
+fn transparent_and_socket_registration_snapshot() {
+    let mut s = setup();
+    s.transparent = Some(scenarios::TransparentSpec {
+        outbound_port: None,
+        dialed_directly: true,
+    });
+    s.app_socket = true;
+    s.upstreams[0].socket = true;
+    s.upstreams[0].socket_mode = Some("0600".into());
+    let mut p = ports();
+    p.service_address = Some("198.18.0.1".into());
+    p.instance_address = Some("198.18.0.2".into());
+    p.app_socket = Some("/tmp/x/app.sock".into());
+    p.upstream_sockets
+        .insert("cache".into(), "/tmp/x/cache.sock".into());
+    let play = Play::new(&s, p, BTreeMap::new(), Timeouts::default());
+    let spec = &s.instances[0];
+    insta::assert_json_snapshot!(json!({
+        "register": play.registration().unwrap(),
+        "instance": instance_registration(spec, "198.18.0.2", 9300),
+    }));
+}
+
+#[test]
+fn app_socket_without_a_path_is_an_error() {
+    let mut s = setup();
+    s.app_socket = true;
+    let play = Play::new(&s, ports(), BTreeMap::new(), Timeouts::default());
+    assert_eq!(play.registration().unwrap_err().kind(), "no_port");
 }

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use scenarios::{Check, Expectation, Outcome as Expected, RootRef};
+use scenarios::{
+    Check, Expectation, Identity, InboundVia, Outcome as Expected, RootRef, UpstreamVia,
+};
 
 use super::checks::Within;
 use super::describe_identity;
@@ -14,7 +16,11 @@ pub(super) fn expected(
     stable: Option<Duration>,
 ) -> String {
     let mut text = match &exp.check {
-        Check::Inbound { identity, outcome } => match outcome {
+        Check::Inbound {
+            identity,
+            outcome,
+            via: InboundVia::PublicListener,
+        } => match outcome {
             Expected::Allowed => format!(
                 "{}'s bytes reach the app and come back",
                 describe_identity(identity)
@@ -24,6 +30,38 @@ pub(super) fn expected(
                 describe_identity(identity)
             ),
         },
+        Check::Inbound {
+            identity,
+            outcome,
+            via: InboundVia::AppPort,
+        } => match (outcome, identity) {
+            (Expected::Allowed, _) => format!(
+                "a dial of the app's own port from outside the pod, as {}, is captured by the \
+                 proxy and its bytes reach the app",
+                describe_identity(identity)
+            ),
+            (Expected::Refused, Identity::NoCert) => "a plain, unauthenticated dial of the app's \
+                 own port from outside the pod is captured by the proxy and refused: no byte \
+                 reaches the app"
+                .to_owned(),
+            (Expected::Refused, _) => format!(
+                "a dial of the app's own port from outside the pod, as {}, is captured and \
+                 refused before any byte reaches the app",
+                describe_identity(identity)
+            ),
+        },
+        Check::UnknownDestination { outcome } => match outcome {
+            Expected::Refused => "the app's dial of an address no service owns is refused: \
+                 nothing reaches it or any instance"
+                .to_owned(),
+            Expected::Allowed => {
+                "the app's dial of an address no service owns is passed through to it".to_owned()
+            }
+        },
+        Check::NoRedirectLoop => "while the app holds one captured connection, the outbound \
+             listener has accepted only that one (the proxy's own dial is not captured), and \
+             it reaches an instance"
+            .to_owned(),
         Check::Http {
             identity,
             conn,
@@ -64,8 +102,13 @@ pub(super) fn expected(
             reach,
             all,
             presented,
+            via,
         } => format!(
-            "bytes to upstream {upstream} reach {} of {reach:?}, presenting svc/{presented}",
+            "bytes to upstream {upstream}{} reach {} of {reach:?}, presenting svc/{presented}",
+            match via {
+                UpstreamVia::Listener => "",
+                UpstreamVia::VirtualIp => " (the app dials its virtual IP)",
+            },
             if *all { "every one" } else { "one" }
         ),
         Check::UpstreamRefused { upstream } => {

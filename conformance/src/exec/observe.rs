@@ -5,12 +5,13 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use agent_sim::ca::ClientIdentity;
-use scenarios::{Check, Outcome as Expected, RootRef};
+use scenarios::{Check, InboundVia, Outcome as Expected, RootRef, UpstreamVia};
 
 use super::Exec;
 use super::usage::{self, UsageSpec};
 use super::wait::Observation;
 use crate::probe::{self, HttpProbe, Inbound};
+use crate::proxy::ListenAddr;
 use crate::tls;
 
 impl Exec<'_> {
@@ -21,8 +22,17 @@ impl Exec<'_> {
     ) -> Observation {
         let inbound = self.world.inbound_addr();
         match check {
-            Check::Inbound { outcome, .. } => {
-                let seen = probe::inbound(inbound, material, &self.world.app).await;
+            Check::Inbound { outcome, via, .. } => {
+                let app = &self.world.app;
+                let seen = match (via, material) {
+                    (InboundVia::PublicListener, _) => probe::inbound(inbound, material, app).await,
+                    (InboundVia::AppPort, None) => {
+                        probe::inbound_plain(self.world.app_port_addr(), app).await
+                    }
+                    (InboundVia::AppPort, Some(_)) => {
+                        probe::inbound(self.world.app_port_addr(), material, app).await
+                    }
+                };
                 let ok = match outcome {
                     Expected::Allowed => matches!(seen, Inbound::Allowed { .. }),
                     Expected::Refused => matches!(seen, Inbound::Refused { .. }),
@@ -85,15 +95,27 @@ impl Exec<'_> {
                 reach,
                 all,
                 presented,
+                via,
             } => {
-                self.observe_upstream(upstream, reach, *all, presented)
-                    .await
+                let to = match via {
+                    UpstreamVia::Listener => self.world.upstream_addr(upstream),
+                    UpstreamVia::VirtualIp => match self.virtual_ip_target(upstream) {
+                        Ok(to) => Some(to),
+                        Err(o) => return o,
+                    },
+                };
+                let Some(to) = to else {
+                    return Observation::new(false, "no such upstream");
+                };
+                self.observe_upstream(&to, reach, *all, presented).await
             }
+            Check::UnknownDestination { outcome } => self.observe_unknown(*outcome).await,
+            Check::NoRedirectLoop => self.observe_no_loop().await,
             Check::UpstreamRefused { upstream } => {
                 let Some(addr) = self.world.upstream_addr(upstream) else {
                     return Observation::new(false, "no such upstream");
                 };
-                let attempt = probe::upstream_once(addr).await;
+                let attempt = probe::upstream_once(&addr).await;
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 match (self.world.instances.who_saw(&attempt.token), attempt.answer) {
                     (Some((i, _)), _) => {
@@ -109,7 +131,7 @@ impl Exec<'_> {
                 let Some(addr) = self.world.upstream_addr(upstream) else {
                     return Observation::new(false, "no such upstream");
                 };
-                match probe::listener_open(addr).await {
+                match probe::listener_open(&addr).await {
                     Ok(()) => Observation::new(true, format!("{addr} accepts connections")),
                     Err(e) => Observation::new(false, format!("{addr}: {e}")),
                 }
@@ -196,18 +218,15 @@ impl Exec<'_> {
 
     async fn observe_upstream(
         &mut self,
-        upstream: &str,
+        to: &ListenAddr,
         reach: &[String],
         all: bool,
         presented: &str,
     ) -> Observation {
-        let Some(addr) = self.world.upstream_addr(upstream) else {
-            return Observation::new(false, "no such upstream");
-        };
         let tries = if all { (reach.len() * 4).max(6) } else { 1 };
         let mut reached = BTreeSet::new();
         for n in 1..=tries {
-            let attempt = probe::upstream_once(addr).await;
+            let attempt = probe::upstream_once(to).await;
             if let Err(e) = &attempt.answer {
                 let hints: Vec<String> = self
                     .world

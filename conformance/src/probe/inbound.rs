@@ -91,6 +91,40 @@ pub(crate) async fn inbound(
     }
 }
 
+/// Dials `addr` (the application's own port, from outside the pod) in plain TCP, as an
+/// unauthenticated client: the capture must hand it to the proxy, which refuses it. Any byte
+/// that reaches the app, or an echo, is a leak.
+pub(crate) async fn inbound_plain(addr: SocketAddr, app: &App) -> Inbound {
+    let token = token();
+    let mut tcp = match super::dial(addr).await {
+        Ok(t) => t,
+        Err(e) => {
+            return Inbound::Refused {
+                how: format!("TCP connect failed: {e}"),
+            };
+        }
+    };
+    let line = format!("{token}\n");
+    let ended = match tcp.write_all(line.as_bytes()).await {
+        Err(e) => Some(format!("write failed: {e}")),
+        Ok(()) => read_echo(&mut tcp, token.as_bytes()).await,
+    };
+    match ended {
+        None => Inbound::Leaked {
+            how: "the app echoed a plain, unauthenticated connection".into(),
+        },
+        Some(how) if how == "timeout" => Inbound::Hung,
+        Some(how) => {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if app.record.saw(token.as_bytes()) {
+                Inbound::Leaked { how }
+            } else {
+                Inbound::Refused { how }
+            }
+        }
+    }
+}
+
 /// `None` when `token` came back; else how the connection ended (`"timeout"` if it did not).
 async fn read_echo<S: AsyncReadExt + Unpin>(s: &mut S, token: &[u8]) -> Option<String> {
     let mut got = Vec::new();

@@ -93,10 +93,10 @@ async fn ready_timeout_names_the_pending_ports() {
         .unwrap();
     let mut p = ProxyProcess::spawn(&sh("sleep 1000")).unwrap();
     let err = p
-        .wait_ready(&[addr], Duration::from_millis(300))
+        .wait_ready(&[ListenAddr::Tcp(addr)], Duration::from_millis(300))
         .await
         .unwrap_err();
-    assert_eq!(err.pending, [addr]);
+    assert_eq!(err.pending, [ListenAddr::Tcp(addr)]);
     assert_eq!(err.exited, None);
     assert!(err.waited >= Duration::from_millis(300));
     assert!(err.to_string().contains(&addr.to_string()), "{err}");
@@ -111,7 +111,7 @@ async fn ready_reports_an_early_exit_with_its_output() {
         .unwrap();
     let mut p = ProxyProcess::spawn(&sh("echo boom >&2; exit 3")).unwrap();
     let err = p
-        .wait_ready(&[addr], Duration::from_secs(20))
+        .wait_ready(&[ListenAddr::Tcp(addr)], Duration::from_secs(20))
         .await
         .unwrap_err();
     assert_eq!(err.exited.as_deref(), Some("exit status: 3"));
@@ -129,7 +129,10 @@ async fn ready_when_ports_accept() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let mut p = ProxyProcess::spawn(&sh("sleep 1000")).unwrap();
-    let took = p.wait_ready(&[addr], Duration::from_secs(5)).await.unwrap();
+    let took = p
+        .wait_ready(&[ListenAddr::Tcp(addr)], Duration::from_secs(5))
+        .await
+        .unwrap();
     assert!(took < Duration::from_secs(5));
     p.teardown(Duration::from_millis(100)).await;
 }

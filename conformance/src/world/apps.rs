@@ -1,9 +1,13 @@
 //! The harness-run application behind the proxy: a TCP echo app that records every byte it
 //! receives per connection (so "no byte reached the app" is checkable), or an HTTP/1.1 app
-//! answering `200` with the request path as body (recording each request line).
+//! answering `200` with the request path as body (recording each request line). It listens on
+//! loopback, on every address (transparent mode: so a dial that escapes the capture would
+//! reach it), or on a unix socket.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -12,8 +16,8 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, UnixListener};
 use tokio::task::JoinHandle;
 
 use crate::error::Error;
@@ -57,9 +61,21 @@ impl Record {
     }
 }
 
+/// Where the app listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AppBind {
+    /// `127.0.0.1:0`.
+    Loopback,
+    /// `0.0.0.0:0` (reached through the loopback address by the proxy).
+    AnyAddress,
+    /// A unix socket at this path (made writable for every user: the proxy may run as another).
+    Unix(PathBuf),
+}
+
 /// A running app; stops when dropped.
 #[derive(Debug)]
 pub(crate) struct App {
+    /// Its TCP port on loopback (an unused placeholder port for a unix-socket app).
     pub(crate) addr: SocketAddr,
     pub(crate) record: Arc<Record>,
     task: JoinHandle<()>,
@@ -71,33 +87,69 @@ impl Drop for App {
     }
 }
 
-/// Starts an app on `127.0.0.1:0`.
-pub(crate) async fn start(kind: AppKind) -> Result<App, Error> {
-    let listener = TcpListener::bind("127.0.0.1:0")
+/// Starts an app of `kind` listening as `bind` says.
+pub(crate) async fn start(kind: AppKind, bind: AppBind) -> Result<App, Error> {
+    let ip = match bind {
+        AppBind::Loopback => Ipv4Addr::LOCALHOST,
+        AppBind::AnyAddress => Ipv4Addr::UNSPECIFIED,
+        AppBind::Unix(path) => {
+            let listener = UnixListener::bind(&path)
+                .map_err(|e| Error::io("bind the app's unix socket", e))?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777))
+                .map_err(|e| Error::io("open the app's unix socket to the proxy", e))?;
+            let record = Arc::new(Record::default());
+            let rec = record.clone();
+            let task = tokio::spawn(async move {
+                let mut conns = tokio::task::JoinSet::new();
+                while let Ok((stream, _)) = listener.accept().await {
+                    conns.spawn(serve(kind, stream, rec.clone()));
+                    while conns.try_join_next().is_some() {}
+                }
+            });
+            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+            return Ok(App { addr, record, task });
+        }
+    };
+    let listener = TcpListener::bind((ip, 0))
         .await
         .map_err(|e| Error::io("bind the app", e))?;
-    let addr = listener
+    on_listener(kind, listener)
+}
+
+/// An app of `kind` on a bound listener (in whatever namespace it was made); `addr` is the
+/// listener's port on loopback, or its own address when it is not a wildcard.
+pub(crate) fn on_listener(kind: AppKind, listener: TcpListener) -> Result<App, Error> {
+    let local = listener
         .local_addr()
         .map_err(|e| Error::io("read the app address", e))?;
+    let addr = if local.ip().is_unspecified() {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, local.port()))
+    } else {
+        local
+    };
     let record = Arc::new(Record::default());
     let rec = record.clone();
     let task = tokio::spawn(async move {
         let mut conns = tokio::task::JoinSet::new();
         while let Ok((stream, _)) = listener.accept().await {
-            let rec = rec.clone();
-            conns.spawn(async move {
-                match kind {
-                    AppKind::Echo => echo(stream, &rec).await,
-                    AppKind::Http => http(stream, rec).await,
-                }
-            });
+            conns.spawn(serve(kind, stream, rec.clone()));
             while conns.try_join_next().is_some() {}
         }
     });
     Ok(App { addr, record, task })
 }
 
-async fn echo(mut stream: TcpStream, rec: &Record) {
+async fn serve<S>(kind: AppKind, stream: S, rec: Arc<Record>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    match kind {
+        AppKind::Echo => echo(stream, &rec).await,
+        AppKind::Http => http(stream, rec).await,
+    }
+}
+
+async fn echo<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, rec: &Record) {
     let id = rec.open();
     let mut buf = vec![0u8; 16 * 1024];
     loop {
@@ -113,7 +165,10 @@ async fn echo(mut stream: TcpStream, rec: &Record) {
     }
 }
 
-async fn http(stream: TcpStream, rec: Arc<Record>) {
+async fn http<S>(stream: S, rec: Arc<Record>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let id = rec.open();
     let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
         let line = format!("{} {}\n", req.method(), req.uri());
@@ -135,11 +190,13 @@ async fn http(stream: TcpStream, rec: Arc<Record>) {
 
 #[cfg(test)]
 mod tests {
+    use tokio::net::{TcpStream, UnixStream};
+
     use super::*;
 
     #[tokio::test]
     async fn echo_app_echoes_and_records() {
-        let app = start(AppKind::Echo).await.unwrap();
+        let app = start(AppKind::Echo, AppBind::Loopback).await.unwrap();
         let mut s = TcpStream::connect(app.addr).await.unwrap();
         s.write_all(b"hello token-42").await.unwrap();
         let mut buf = [0u8; 14];
@@ -152,7 +209,7 @@ mod tests {
 
     #[tokio::test]
     async fn http_app_answers_with_the_path() {
-        let app = start(AppKind::Http).await.unwrap();
+        let app = start(AppKind::Http, AppBind::AnyAddress).await.unwrap();
         let mut s = TcpStream::connect(app.addr).await.unwrap();
         s.write_all(b"GET /a/b?q=1 HTTP/1.1\r\nHost: db\r\n\r\n")
             .await
@@ -163,5 +220,22 @@ mod tests {
         assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
         assert!(text.ends_with("\r\n\r\n/a/b"), "{text}");
         assert!(app.record.saw(b"GET /a/b?q=1"));
+    }
+
+    #[tokio::test]
+    async fn unix_socket_app_is_open_to_every_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.sock");
+        let app = start(AppKind::Echo, AppBind::Unix(path.clone()))
+            .await
+            .unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o777);
+        let mut s = UnixStream::connect(&path).await.unwrap();
+        s.write_all(b"via-socket").await.unwrap();
+        let mut buf = [0u8; 10];
+        s.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"via-socket");
+        assert!(app.record.saw(b"via-socket"));
     }
 }

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use crate::error::Error;
+use crate::netns::{NODE_IP, Node};
 use crate::tls;
 
 /// How long an instance waits for a handshake or a token line.
@@ -78,13 +79,20 @@ impl Instances {
     }
 }
 
-/// Starts an instance for `spec` on `127.0.0.1:0`.
-pub(crate) async fn start(spec: &InstanceSpec, control: &Control) -> Result<Instance, Error> {
+/// Starts an instance for `spec` on `127.0.0.1:0`, or (transparent mode) on the node side of
+/// the pod's link.
+pub(crate) async fn start(
+    spec: &InstanceSpec,
+    control: &Control,
+    node: Option<&Node>,
+) -> Result<Instance, Error> {
     let identity = spec.identity.as_deref().unwrap_or(&spec.service);
     let leaf = control.issue_identity(identity)?;
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| Error::io(format!("bind instance {}", spec.id), e))?;
+    let bound = match node {
+        Some(n) => n.listen(SocketAddr::from((NODE_IP, 0))),
+        None => TcpListener::bind("127.0.0.1:0").await,
+    };
+    let listener = bound.map_err(|e| Error::io(format!("bind instance {}", spec.id), e))?;
     let addr = listener
         .local_addr()
         .map_err(|e| Error::io("read the instance address", e))?;

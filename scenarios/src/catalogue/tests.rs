@@ -55,6 +55,18 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "acl-token-file",
         ],
     ),
+    (
+        "transparent",
+        &[
+            "tproxy-outbound-virtual-ip",
+            "tproxy-outbound-deny-unknown",
+            "tproxy-inbound-capture",
+            "tproxy-no-loop",
+            "uds-local-app",
+            "uds-upstream",
+            "hostname-endpoint",
+        ],
+    ),
 ];
 
 fn profile_name(p: Profile) -> &'static str {

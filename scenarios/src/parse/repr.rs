@@ -16,8 +16,8 @@ use serde_json::{Map, Value};
 
 use crate::error::{FieldPath, Seg};
 use crate::model::{
-    Check, ConnProtocol, Expectation, FaultSpec, Generator, Identity, InstanceSpec, IntentionSpec,
-    Outcome, Profile, Requirement, RootRef, Scenario, Setup, Step,
+    Check, ConnProtocol, Expectation, FaultSpec, Generator, Identity, InboundVia, InstanceSpec,
+    IntentionSpec, Outcome, Profile, Requirement, RootRef, Scenario, Setup, Step, UpstreamVia,
 };
 
 /// Starts and ends the encoded inner path of an error message.
@@ -252,6 +252,8 @@ enum CheckRepr {
         #[serde(deserialize_with = "identity")]
         identity: Identity,
         outcome: Outcome,
+        #[serde(default)]
+        via: InboundVia,
     },
     Http {
         #[serde(default, deserialize_with = "opt_identity")]
@@ -286,7 +288,13 @@ enum CheckRepr {
         all: bool,
         #[serde(default = "db")]
         presented: String,
+        #[serde(default)]
+        via: UpstreamVia,
     },
+    UnknownDestination {
+        outcome: Outcome,
+    },
+    NoRedirectLoop {},
     UpstreamRefused {
         upstream: String,
     },

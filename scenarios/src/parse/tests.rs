@@ -188,7 +188,8 @@ fn a_full_step_round_trips_through_the_mirrors() {
         e.check,
         Check::Inbound {
             identity: Identity::NoCert,
-            outcome: Outcome::Refused
+            outcome: Outcome::Refused,
+            via: crate::model::InboundVia::PublicListener,
         }
     );
     assert_eq!(e.stable_for.as_deref(), Some("stable"));

@@ -2,7 +2,7 @@
 //! timeline.
 
 use crate::error::{FieldError, FieldPath};
-use crate::model::{Check, ConnProtocol, Identity};
+use crate::model::{Check, ConnProtocol, Identity, InboundVia, UpstreamVia};
 use crate::names::BLOCKING_FAMILIES;
 
 use super::steps::{State, known_instance, present_upstream, unknown_conn};
@@ -10,7 +10,14 @@ use super::{one_of, service_name};
 
 pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Result<(), FieldError> {
     match check {
-        Check::Inbound { identity, .. } => check_identity(&at.key("identity"), identity, st),
+        Check::Inbound { identity, via, .. } => {
+            if *via == InboundVia::AppPort {
+                needs_transparent(&at.key("via"), st, "via = \"app-port\"")?;
+            }
+            check_identity(&at.key("identity"), identity, st)
+        }
+        Check::UnknownDestination { .. } => needs_transparent(at, st, "unknown-destination"),
+        Check::NoRedirectLoop => needs_transparent(at, st, "no-redirect-loop"),
         Check::Http {
             identity,
             conn,
@@ -99,9 +106,13 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             upstream,
             reach,
             presented,
+            via,
             ..
         } => {
             present_upstream(&at.key("upstream"), upstream, st)?;
+            if *via == UpstreamVia::VirtualIp {
+                needs_transparent(&at.key("via"), st, "via = \"virtual-ip\"")?;
+            }
             if reach.is_empty() {
                 return Err(FieldError::new(
                     at.key("reach"),
@@ -155,6 +166,17 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
                 ))
             }
         }
+    }
+}
+
+fn needs_transparent(at: &FieldPath, st: &State<'_>, what: &str) -> Result<(), FieldError> {
+    if st.transparent {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            at.clone(),
+            format!("{what} needs transparent mode (a `[setup.transparent]` table)"),
+        ))
     }
 }
 

@@ -24,6 +24,8 @@ pub(super) struct State<'a> {
     pub(super) issued: BTreeSet<&'a str>,
     pub(super) marks: BTreeSet<&'a str>,
     pub(super) index_reset: bool,
+    /// The setup has `[setup.transparent]`.
+    pub(super) transparent: bool,
 }
 
 pub(super) fn check_steps(s: &Scenario) -> Result<(), FieldError> {
@@ -47,6 +49,7 @@ pub(super) fn check_steps(s: &Scenario) -> Result<(), FieldError> {
         issued: BTreeSet::new(),
         marks: BTreeSet::new(),
         index_reset: false,
+        transparent: s.setup.transparent.is_some(),
     };
     for (i, step) in s.steps.iter().enumerate() {
         let at = FieldPath::root().key("steps").index(i);

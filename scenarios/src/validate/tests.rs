@@ -352,3 +352,64 @@ fn validate_alone_names_the_scenario_and_validate_all_wants_unique_ids() {
         e.message
     );
 }
+
+#[test]
+fn transparent_checks_need_transparent_mode() {
+    let up = "[[setup.upstreams]]\nname = \"cache\"\n[[setup.instances]]\nid = \"c1\"\nservice = \"cache\"\n";
+    let vip = expect_step(
+        "{ kind = \"upstream\", upstream = \"cache\", via = \"virtual-ip\", reach = [\"c1\"] }",
+    );
+    let (f, m) = bad(&format!("{up}{vip}"));
+    assert_eq!(f, "steps[0].check.via");
+    assert!(m.contains("needs transparent mode"), "{m}");
+    good(&format!("[setup.transparent]\n{up}{vip}"));
+
+    let app_port = expect_step(
+        "{ kind = \"inbound\", via = \"app-port\", identity = { kind = \"no-cert\" }, outcome = \"refused\" }",
+    );
+    let (f, _) = bad(&app_port);
+    assert_eq!(f, "steps[0].check.via");
+    good(&format!("[setup.transparent]\n{app_port}"));
+
+    for check in [
+        "{ kind = \"unknown-destination\", outcome = \"refused\" }",
+        "{ kind = \"no-redirect-loop\" }",
+    ] {
+        let (f, m) = bad(&expect_step(check));
+        assert_eq!(f, "steps[0].check", "{check}");
+        assert!(m.contains("needs transparent mode"), "{m}");
+        good(&format!("[setup.transparent]\n{}", expect_step(check)));
+    }
+    let (f, _) = bad("[setup.transparent]\noutbound_port = 0\n");
+    assert_eq!(f, "setup.transparent.outbound_port");
+    let (f, _) = bad("[setup.transparent]\noutbound_ports = 1\n");
+    assert_eq!(f, "setup.transparent.outbound_ports");
+    good("[setup.transparent]\noutbound_port = 15006\ndialed_directly = true\n");
+    let (f, _) = bad(&expect_step(
+        "{ kind = \"inbound\", via = \"sideways\", identity = { kind = \"no-cert\" }, outcome = \"refused\" }",
+    ));
+    assert_eq!(f, "steps[0].check.via");
+}
+
+#[test]
+fn socket_upstreams_and_modes() {
+    let (f, m) = bad("[[setup.upstreams]]\nname = \"cache\"\nsocket_mode = \"0600\"\n");
+    assert_eq!(f, "setup.upstreams[0].socket_mode");
+    assert!(m.contains("socket = true"), "{m}");
+    for mode in ["0800", "rw", "", "01777", "0o1000"] {
+        let body = format!(
+            "[[setup.upstreams]]\nname = \"cache\"\nsocket = true\nsocket_mode = \"{mode}\"\n"
+        );
+        let (f, _) = bad(&body);
+        assert_eq!(f, "setup.upstreams[0].socket_mode", "{mode:?}");
+    }
+    for mode in ["0600", "600", "0o755", "0777"] {
+        good(&format!(
+            "[[setup.upstreams]]\nname = \"cache\"\nsocket = true\nsocket_mode = \"{mode}\"\n"
+        ));
+    }
+    good("[setup]\napp_socket = true\n");
+    assert_eq!(parse_socket_mode("0600"), Some(0o600));
+    assert_eq!(parse_socket_mode("0o755"), Some(0o755));
+    assert_eq!(parse_socket_mode("1000"), None);
+}

@@ -11,7 +11,9 @@ use agent_sim::acl::{AclConfig, DefaultPolicy};
 use agent_sim::config::{IntentionDefault, SimConfig};
 use agent_sim::play::{PROXY_ID, PROXY_TOKEN_RULES, Play, Ports};
 use anyhow::{Context, anyhow};
-use scenarios::{Check, Identity, Outcome, Policy, Scenario, Step, Timeouts};
+use scenarios::{
+    Check, Identity, InboundVia, Outcome, Policy, Scenario, Step, Timeouts, UpstreamVia,
+};
 
 /// Finds a catalogue scenario (expanding generated ones with `seed`).
 pub(crate) fn find(name: &str, seed: u64) -> anyhow::Result<Scenario> {
@@ -94,8 +96,23 @@ pub(crate) async fn play(
         inbound: free_port()?,
         ..Ports::default()
     };
+    // Unix sockets go to a per-process directory; the proxy started by hand creates the
+    // upstream sockets, the user's application the app socket.
+    let socket_dir = std::env::temp_dir().join(format!("agent-sim-{}", std::process::id()));
+    let socket = |name: &str| socket_dir.join(name).display().to_string();
+    if s.setup.app_socket {
+        ports.app_socket = Some(socket("app.sock"));
+    }
     for u in &s.setup.upstreams {
         ports.upstreams.insert(u.name.clone(), free_port()?);
+        if u.socket {
+            let path = socket(&format!("{}.sock", u.name));
+            ports.upstream_sockets.insert(u.name.clone(), path);
+        }
+    }
+    if ports.app_socket.is_some() || !ports.upstream_sockets.is_empty() {
+        std::fs::create_dir_all(&socket_dir)
+            .with_context(|| format!("creating {}", socket_dir.display()))?;
     }
     let added = s.steps.iter().filter_map(|st| match st {
         Step::AddInstance(spec) => Some(spec.id.clone()),
@@ -117,12 +134,25 @@ pub(crate) async fn play(
         "  CONSUL_HTTP_ADDR={agent_addr} CONSUL_HTTP_TOKEN={} <your-proxy> -proxy-id {PROXY_ID}",
         token.secret_id
     );
+    let app = match &ports.app_socket {
+        Some(path) => format!("the unix socket {path}"),
+        None => format!("127.0.0.1:{}", ports.app),
+    };
     println!(
-        "its public listener is 127.0.0.1:{}; the application behind it is expected on 127.0.0.1:{}",
-        ports.inbound, ports.app
+        "its public listener is 127.0.0.1:{}; the application behind it is expected on {app}",
+        ports.inbound
     );
     for (name, port) in &ports.upstreams {
-        println!("upstream {name}: local listener 127.0.0.1:{port}");
+        match ports.upstream_sockets.get(name) {
+            Some(path) => println!("upstream {name}: local listener on the unix socket {path}"),
+            None => println!("upstream {name}: local listener 127.0.0.1:{port}"),
+        }
+    }
+    if s.setup.transparent.is_some() {
+        println!(
+            "transparent mode: install the redirect rules first (as root, in the proxy's network \
+             namespace): conformance redirect-traffic -proxy-id {PROXY_ID} -proxy-uid <the proxy's uid>"
+        );
     }
     for (id, port) in &ports.instances {
         println!(
@@ -198,17 +228,30 @@ fn who(id: &Identity) -> String {
 
 fn describe(check: &Check) -> String {
     match check {
-        Check::Inbound { identity, outcome } => {
+        Check::Inbound {
+            identity,
+            outcome,
+            via,
+        } => {
             let verb = if *outcome == Outcome::Allowed {
                 "accepts"
             } else {
                 "refuses"
             };
+            let target = match via {
+                InboundVia::PublicListener => "",
+                InboundVia::AppPort => " to the application's port (captured)",
+            };
             format!(
-                "{verb} a new inbound connection presenting {}",
+                "{verb} a new inbound connection{target} presenting {}",
                 who(identity)
             )
         }
+        Check::UnknownDestination { outcome } => match outcome {
+            Outcome::Allowed => "passes a dial of a non-mesh address through".into(),
+            Outcome::Refused => "refuses a dial of an address no service owns".into(),
+        },
+        Check::NoRedirectLoop => "does not capture its own outbound connections".into(),
         Check::Http {
             path,
             status,
@@ -226,9 +269,16 @@ fn describe(check: &Check) -> String {
             format!("serves a leaf for {service} chaining to the active root")
         }
         Check::Upstream {
-            upstream, reach, ..
+            upstream,
+            reach,
+            via,
+            ..
         } => format!(
-            "carries upstream {upstream} traffic to one of {}",
+            "carries upstream {upstream} traffic{} to one of {}",
+            match via {
+                UpstreamVia::Listener => "",
+                UpstreamVia::VirtualIp => " (dialed at its virtual IP)",
+            },
             reach.join(", ")
         ),
         Check::UpstreamRefused { upstream } => {

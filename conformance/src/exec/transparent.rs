@@ -1,0 +1,175 @@
+//! Observations only transparent mode has: the app dialing a virtual IP, an address no service
+//! owns, and the pod's TCP table while a captured connection is open (a redirect loop shows as
+//! more than one connection accepted by the outbound listener).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use scenarios::Outcome;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use super::Exec;
+use super::wait::Observation;
+use crate::probe::{self, CONNECT_TIMEOUT};
+use crate::proxy::ListenAddr;
+use crate::world::Pod;
+
+/// The port the app dials on a virtual IP (any port maps to the service).
+const VIRTUAL_PORT: u16 = 8080;
+
+/// How long a captured connection is watched for an answer.
+const WATCH: Duration = Duration::from_secs(5);
+
+impl Exec<'_> {
+    /// `upstream`'s virtual IP as the app dials it, or why there is none.
+    pub(super) fn virtual_ip_target(&self, upstream: &str) -> Result<ListenAddr, Observation> {
+        match self.world.control().virtual_ip(upstream) {
+            Some(ip) => Ok(ListenAddr::Tcp(SocketAddr::from((ip, VIRTUAL_PORT)))),
+            None => Err(Observation::new(
+                false,
+                format!("the agent has no virtual IP for {upstream}"),
+            )),
+        }
+    }
+
+    fn pod(&self) -> Result<&Pod, Observation> {
+        self.world
+            .pod
+            .as_ref()
+            .ok_or_else(|| Observation::new(false, "not a transparent-mode world"))
+    }
+
+    /// The app dials the outside server (an address no service owns).
+    pub(super) async fn observe_unknown(&mut self, outcome: Outcome) -> Observation {
+        let outside = match self.pod() {
+            Ok(p) => p.outside.addr,
+            Err(o) => return o,
+        };
+        let token = probe::token();
+        let answer = exchange(outside, &token).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let pod = match self.pod() {
+            Ok(p) => p,
+            Err(o) => return o,
+        };
+        if let Some((i, _)) = self.world.instances.who_saw(&token) {
+            return Observation::new(
+                false,
+                format!("the dial of {outside} was sent to instance {}", i.id),
+            );
+        }
+        let reached = pod.outside.record.saw(token.as_bytes());
+        match outcome {
+            Outcome::Refused if reached => Observation::new(
+                false,
+                format!(
+                    "the dial of {outside} went through to it ({})",
+                    describe(&answer)
+                ),
+            ),
+            Outcome::Refused => Observation::new(
+                true,
+                format!(
+                    "nothing reached {outside} or any instance ({})",
+                    describe(&answer)
+                ),
+            ),
+            Outcome::Allowed => match &answer {
+                Ok(line) if line.contains(&token) && reached => {
+                    Observation::new(true, format!("passed through to {outside}"))
+                }
+                _ => Observation::new(
+                    false,
+                    format!("not passed through to {outside} ({})", describe(&answer)),
+                ),
+            },
+        }
+    }
+
+    /// Holds one captured connection (to the first upstream's virtual IP) and watches the pod's
+    /// TCP table for the outbound listener's accepted connections until it is answered.
+    pub(super) async fn observe_no_loop(&mut self) -> Observation {
+        let Some(upstream) = self.world.play.registered_upstreams().first().cloned() else {
+            return Observation::new(false, "the registration has no upstream to dial");
+        };
+        let to = match self.virtual_ip_target(&upstream) {
+            Ok(ListenAddr::Tcp(a)) => a,
+            Ok(ListenAddr::Unix(_)) => return Observation::new(false, "not a TCP target"),
+            Err(o) => return o,
+        };
+        let token = probe::token();
+        let (most, answer) = {
+            let watch = async {
+                let mut most = 0;
+                loop {
+                    if let Ok(Ok(n)) = self.pod().map(Pod::captured_now) {
+                        most = most.max(n);
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    if most > 1 {
+                        return most;
+                    }
+                }
+            };
+            tokio::select! {
+                a = exchange(to, &token) => (None, a),
+                most = watch => (Some(most), Err("a loop was seen".into())),
+            }
+        };
+        let reached = self
+            .world
+            .instances
+            .who_saw(&token)
+            .map(|(i, _)| i.id.clone());
+        match (most, reached) {
+            (Some(n), _) => Observation::new(
+                false,
+                format!(
+                    "{n} connections accepted by the outbound listener while the app had one \
+                     open: the proxy's own dial was captured"
+                ),
+            ),
+            (None, Some(id)) => Observation::new(
+                true,
+                format!("one captured connection, carried to {id} without being captured again"),
+            ),
+            (None, None) => Observation::new(
+                false,
+                format!(
+                    "the captured connection reached no instance ({})",
+                    describe(&answer)
+                ),
+            ),
+        }
+    }
+}
+
+/// What an app-side exchange came to.
+fn describe(answer: &Result<String, String>) -> String {
+    match answer {
+        Ok(line) => format!("answered {line:?}"),
+        Err(e) => e.clone(),
+    }
+}
+
+/// The app's side of one dial from inside the pod: connect, send the token line, read one
+/// line back (bounded).
+async fn exchange(to: SocketAddr, token: &str) -> Result<String, String> {
+    let mut s = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(to))
+        .await
+        .map_err(|_| "connect timed out".to_owned())?
+        .map_err(|e| format!("connect failed: {e}"))?;
+    s.write_all(format!("{token}\n").as_bytes())
+        .await
+        .map_err(|e| format!("write failed: {e}"))?;
+    let deadline = Instant::now() + WATCH;
+    let mut line = String::new();
+    match tokio::time::timeout_at(deadline, BufReader::new(&mut s).read_line(&mut line)).await {
+        Err(_) => Err(format!("no answer within {} ms", WATCH.as_millis())),
+        Ok(Err(e)) => Err(format!("read failed: {e}")),
+        Ok(Ok(0)) => Err("closed without an answer".into()),
+        Ok(Ok(_)) => Ok(line.trim().to_owned()),
+    }
+}

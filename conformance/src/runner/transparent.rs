@@ -1,0 +1,125 @@
+//! The transparent-mode parts of a run: whether the environment can run such scenarios at
+//! all (reported as not supported, never as passed, when it cannot), the self-test's deliberately
+//! broken environments, and the one-shot redirect step run in the pod before the proxy starts.
+
+use std::fmt;
+use std::process::Stdio;
+use std::str::FromStr;
+use std::time::Duration;
+
+use reports::{Artifact, CheckResult, Requirement, ScenarioResult, Verdict};
+use tokio::process::Command;
+
+use crate::error::Error;
+use crate::proxy::ProxyCommand;
+
+/// The redirect step must finish within this long.
+const REDIRECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A deliberately broken environment, for scenarios that test the redirect rules rather than
+/// the proxy (the names are `scenarios::ENVIRONMENT_TAMPERS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tamper {
+    /// `redirect-wrong-uid`: the rules exempt another UID than the proxy's.
+    RedirectWrongUid,
+    /// `redirect-skip-inbound`: the application's port is left out of the inbound capture.
+    RedirectSkipInbound,
+}
+
+impl Tamper {
+    /// The name scenario files use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RedirectWrongUid => "redirect-wrong-uid",
+            Self::RedirectSkipInbound => "redirect-skip-inbound",
+        }
+    }
+}
+
+impl FromStr for Tamper {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "redirect-wrong-uid" => Ok(Self::RedirectWrongUid),
+            "redirect-skip-inbound" => Ok(Self::RedirectSkipInbound),
+            other => Err(format!(
+                "unknown environment tamper {other:?}; known: {}",
+                scenarios::ENVIRONMENT_TAMPERS.join(", ")
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Tamper {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Marks `result` not supported because this machine cannot run transparent scenarios.
+pub(super) fn not_supported_here(result: &mut ScenarioResult, why: &str) {
+    result.mark_not_supported();
+    result.checks.push(CheckResult::new(
+        "environment",
+        Requirement::Must,
+        Verdict::NotSupported,
+        "root, `ip`, `iptables` and network namespaces (transparent scenarios run in \
+         namespaces of their own)",
+        format!("not supported by the environment: {why}"),
+    ));
+}
+
+/// Runs the redirect step to completion; its output becomes an artifact, and so does the nat
+/// table it left (`iptables-save -t nat`).
+pub(super) async fn redirect(
+    cmd: &ProxyCommand,
+    iptables: &std::path::Path,
+    artifacts: &mut Vec<Artifact>,
+) -> Result<(), Error> {
+    let (program, args) = cmd
+        .argv
+        .split_first()
+        .ok_or_else(|| Error::Usage("the redirect command is empty".into()))?;
+    let line = cmd.argv.join(" ");
+    let mut c = Command::new(program);
+    c.args(args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)));
+    for k in &cmd.env_remove {
+        c.env_remove(k);
+    }
+    let out = tokio::time::timeout(REDIRECT_TIMEOUT, c.output())
+        .await
+        .map_err(|_| {
+            Error::Redirect(format!(
+                "`{line}` did not finish within {REDIRECT_TIMEOUT:?}"
+            ))
+        })?
+        .map_err(|e| Error::Redirect(format!("cannot run `{line}`: {e}")))?;
+    let text = format!(
+        "$ {line}\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    artifacts.push(Artifact::text("redirect-traffic", text.clone()));
+    if !out.status.success() {
+        return Err(Error::Redirect(format!(
+            "the redirect step failed ({}): {}",
+            out.status,
+            text.lines().last().unwrap_or_default()
+        )));
+    }
+    let iptables_save = iptables.with_file_name("iptables-save");
+    if let Ok(save) = Command::new(&iptables_save)
+        .args(["-t", "nat"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+    {
+        let rules = String::from_utf8_lossy(&save.stdout).into_owned();
+        artifacts.push(Artifact::text("nat-rules", rules));
+    }
+    Ok(())
+}
