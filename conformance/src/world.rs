@@ -57,7 +57,7 @@ pub(crate) struct World {
     /// Transparent mode: the pod's outside, the proxy's UID, the outbound port.
     pub(crate) pod: Option<Pod>,
     token_file: PathBuf,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl World {
@@ -165,7 +165,7 @@ impl World {
             instances,
             pod,
             token_file,
-            _dir: dir,
+            dir,
         })
     }
 
@@ -229,7 +229,7 @@ impl World {
             ("agent_addr", self.sim.http_addr()),
             ("token", self.token.clone()),
             ("token_file", self.token_file.display().to_string()),
-            ("exe", exe.display().to_string()),
+            ("exe", self.runnable_exe(exe)?.display().to_string()),
         ]
         .into_iter()
         .collect();
@@ -255,6 +255,15 @@ impl World {
             env_remove: SCRUBBED_ENV.iter().map(|s| (*s).to_owned()).collect(),
             uid: self.pod.as_ref().map(Pod::uid),
         })
+    }
+
+    /// `exe` as the proxy can run it (a copy in the scenario directory when its UID cannot reach
+    /// the original).
+    fn runnable_exe(&self, exe: &Path) -> Result<PathBuf, Error> {
+        match &self.pod {
+            Some(pod) => pod.runnable_exe(exe, self.dir.path()),
+            None => Ok(exe.to_path_buf()),
+        }
     }
 
     /// The redirect step's command line (transparent mode), as `manifest` templates it;

@@ -4,8 +4,8 @@
 //! shows about connections captured into it.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::os::unix::fs::chown;
-use std::path::Path;
+use std::os::unix::fs::{PermissionsExt, chown};
+use std::path::{Path, PathBuf};
 
 use agent_sim::play::DEFAULT_OUTBOUND_PORT;
 use scenarios::TransparentSpec;
@@ -64,6 +64,24 @@ impl Pod {
         SocketAddr::from((Ipv4Addr::LOCALHOST, self.outbound_port))
     }
 
+    /// `exe` if the proxy's UID can run it where it is; else a copy in `dir` (a checkout under
+    /// a private home directory is common: root can run it, uid 5995 cannot).
+    pub(crate) fn runnable_exe(&self, exe: &Path, dir: &Path) -> Result<PathBuf, Error> {
+        if others_can_run(exe) {
+            return Ok(exe.to_path_buf());
+        }
+        let copy = dir.join(exe.file_name().unwrap_or_else(|| "proxy".as_ref()));
+        if !copy.exists() {
+            std::fs::copy(exe, &copy).map_err(|e| {
+                Error::io(format!("copy {} for uid {}", exe.display(), self.uid), e)
+            })?;
+            chown(&copy, Some(self.uid), Some(self.uid)).map_err(|e| {
+                Error::io(format!("hand {} to uid {}", copy.display(), self.uid), e)
+            })?;
+        }
+        Ok(copy)
+    }
+
     /// Established connections the outbound listener has accepted now, from the pod's TCP
     /// table (the calling thread must be in the pod, as a transparent scenario's thread is).
     pub(crate) fn captured_now(&self) -> Result<usize, Error> {
@@ -71,6 +89,19 @@ impl Pod {
             .map_err(|e| Error::io("read the pod's TCP table", e))?;
         Ok(count_established(&table, self.outbound_port))
     }
+}
+
+/// Whether any user may execute `exe`: every ancestor directory searchable by others, the
+/// file readable and executable by others.
+fn others_can_run(exe: &Path) -> bool {
+    let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode()).ok();
+    let file_ok = mode(exe).is_some_and(|m| m & 0o005 == 0o005);
+    file_ok
+        && exe
+            .ancestors()
+            .skip(1)
+            .filter(|d| !d.as_os_str().is_empty())
+            .all(|d| mode(d).is_some_and(|m| m & 0o001 != 0))
 }
 
 /// Rows of a `/proc/net/tcp` table in state ESTABLISHED (`01`) whose local port is `port`.
@@ -99,6 +130,20 @@ mod tests {
    2: 0100007F:D431 0100007F:3A99 01 00000000:00000000 00:00000000 00000000     0        0 3 1 0000000000000000 20 4 30 10 -1
    3: 0100007F:3A99 0100007F:D432 06 00000000:00000000 03:00000000 00000000     0        0 0 3 0000000000000000
 ";
+
+    #[test]
+    fn private_directories_make_a_binary_unrunnable_for_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("bin");
+        std::fs::write(&exe, b"#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // tempdir() is 0700: others cannot reach the file.
+        assert!(!others_can_run(&exe));
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(others_can_run(&exe), others_can_run(dir.path()));
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o750)).unwrap();
+        assert!(!others_can_run(&exe));
+    }
 
     #[test]
     fn counts_established_rows_on_the_local_port_only() {
