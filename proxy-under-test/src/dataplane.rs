@@ -1,10 +1,12 @@
-//! The data plane: binds the inbound and upstream listeners once the first complete snapshot
-//! arrives (never before: fail closed), follows later snapshots (new upstream listeners, new
-//! certificates, roots and intentions) and drains on shutdown. It never calls the agent.
+//! The data plane: binds the inbound, upstream and (transparent mode) outbound listeners once the
+//! first complete snapshot arrives (never before: fail closed), follows later snapshots (new
+//! upstream listeners, new certificates, roots and intentions) and drains on shutdown. It never
+//! calls the agent.
 
 mod inbound;
 mod l7;
 mod outbound;
+pub(crate) mod transparent;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -47,6 +49,14 @@ pub enum DataPlaneError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The transparent outbound listener could not be bound.
+    #[error("cannot bind the transparent outbound listener on {addr}: {source}")]
+    BindTransparent {
+        /// `127.0.0.1:<OutboundListenerPort>`.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// The leaf or roots in the snapshot are unusable.
     #[error("TLS configuration: {0}")]
     Tls(#[from] TlsError),
@@ -57,6 +67,7 @@ pub enum DataPlaneError {
 pub struct DataPlane {
     snapshots: SnapshotRx,
     metrics: Arc<Metrics>,
+    original_dst: transparent::OriginalDstFn,
 }
 
 /// State shared by every listener and connection task.
@@ -137,6 +148,7 @@ impl Shared {
 #[derive(Debug)]
 pub struct RunningDataPlane {
     inbound_addr: SocketAddr,
+    transparent_addr: Option<SocketAddr>,
     upstream_addrs: Arc<Mutex<BTreeMap<(String, SocketAddr), SocketAddr>>>,
     stop_tx: watch::Sender<bool>,
     kill_tx: watch::Sender<bool>,
@@ -150,7 +162,20 @@ impl DataPlane {
         Self {
             snapshots,
             metrics: Metrics::new(),
+            original_dst: transparent::original_dst::lookup,
         }
+    }
+
+    /// Test seam: reads the original destination of transparent connections with `lookup`
+    /// instead of `getsockopt(SO_ORIGINAL_DST)`, so tests can exercise the transparent listener
+    /// without iptables. Not reachable from the command line or `Proxy.Config`.
+    #[doc(hidden)]
+    pub fn with_original_dst(
+        mut self,
+        lookup: fn(&tokio::net::TcpStream) -> std::io::Result<SocketAddr>,
+    ) -> Self {
+        self.original_dst = lookup;
+        self
     }
 
     /// Records into `metrics` instead of a private set.
@@ -193,6 +218,10 @@ impl DataPlane {
             })?;
             upstream_listeners.push((up.name.clone(), up.bind, l));
         }
+        let transparent_listeners = match &first.transparent {
+            Some(t) => transparent::bind(t).await?,
+            None => Vec::new(),
+        };
         let (stop_tx, stop) = watch::channel(false);
         let (kill_tx, kill) = watch::channel(false);
         let (conns_tx, conns) = watch::channel(0usize);
@@ -213,6 +242,9 @@ impl DataPlane {
             let handle = outbound::spawn_listener(l, name.clone(), bind, &shared, &upstream_addrs);
             running.insert((name, bind), handle);
         }
+        let (transparent_tasks, transparent_addr) =
+            transparent::spawn(transparent_listeners, &shared, self.original_dst);
+        tasks.extend(transparent_tasks);
         tasks.push(tokio::spawn(outbound::reconcile(
             shared.clone(),
             running,
@@ -220,6 +252,7 @@ impl DataPlane {
         )));
         Ok(RunningDataPlane {
             inbound_addr,
+            transparent_addr,
             upstream_addrs,
             stop_tx,
             kill_tx,
@@ -233,6 +266,11 @@ impl RunningDataPlane {
     /// The bound inbound public listener address.
     pub fn inbound_addr(&self) -> SocketAddr {
         self.inbound_addr
+    }
+
+    /// The bound IPv4 transparent outbound listener (transparent mode only).
+    pub fn transparent_addr(&self) -> Option<SocketAddr> {
+        self.transparent_addr
     }
 
     /// The bound address of the (first) listener of upstream `name`.

@@ -12,6 +12,7 @@
 //! | `verify_trust_domain` | false | true = the peer's trust domain must equal the roots' `TrustDomain` (Consul does not check it) |
 //! | `drain_timeout_ms` | 5000 | on shutdown, wait this long for open connections |
 //! | `metrics_bind_addr` | unset | `host:port` for a Prometheus text endpoint at `/metrics` |
+//! | `transparent_passthrough` | false | transparent mode: plain-TCP dial destinations that are not in the mesh instead of refusing them (our stand-in for Consul's mesh config `TransparentProxy.MeshDestinationsOnly = false`; the default, refuse, is Consul's behaviour with `MeshDestinationsOnly = true`) |
 //!
 //! Numbers may be JSON numbers or numeric strings; bad values fall back to the default with a
 //! warning.
@@ -64,6 +65,8 @@ pub struct Knobs {
     pub drain_timeout: Duration,
     /// `metrics_bind_addr`.
     pub metrics_bind_addr: Option<SocketAddr>,
+    /// `transparent_passthrough`.
+    pub transparent_passthrough: bool,
 }
 
 impl Default for Knobs {
@@ -79,6 +82,7 @@ impl Default for Knobs {
             verify_trust_domain: false,
             drain_timeout: Duration::from_millis(5000),
             metrics_bind_addr: None,
+            transparent_passthrough: false,
         }
     }
 }
@@ -153,6 +157,9 @@ impl Knobs {
         if let Some(b) = flag("verify_trust_domain") {
             k.verify_trust_domain = b;
         }
+        if let Some(b) = flag("transparent_passthrough") {
+            k.transparent_passthrough = b;
+        }
         if let Some(v) = config.get("metrics_bind_addr") {
             match v.as_str().map(str::parse::<SocketAddr>) {
                 Some(Ok(a)) => k.metrics_bind_addr = Some(a),
@@ -190,6 +197,10 @@ mod tests {
             Duration::from_secs(10),
             "bad value keeps default"
         );
+        assert!(!k.transparent_passthrough, "off by default");
+        let on: Map<String, Value> =
+            serde_json::from_str(r#"{"transparent_passthrough":"true"}"#).unwrap();
+        assert!(Knobs::from_config(&on).transparent_passthrough);
         assert_eq!(Protocol::parse("grpc"), Protocol::Http);
         assert_eq!(Protocol::parse(""), Protocol::Tcp);
     }

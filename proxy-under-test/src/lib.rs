@@ -5,7 +5,8 @@
 //! data plane ([`DataPlane`]) binds its listeners only once a complete snapshot exists (fail
 //! closed), and from then on serves from memory alone (fail static): inbound mTLS with local
 //! authorization from intentions (per connection, or per HTTP request for HTTP services), and
-//! one local listener per upstream dialing healthy endpoints over mTLS.
+//! one local listener per upstream dialing healthy endpoints over mTLS; in transparent mode, one
+//! outbound listener mapping redirected connections to upstreams by their original destination.
 //!
 //! Knobs are read from the registration's `Proxy.Config`; see [`knobs`] for names and defaults.
 #![forbid(unsafe_code)]
@@ -30,7 +31,7 @@ pub use dataplane::{DataPlane, DataPlaneError, RunningDataPlane, SnapshotRx};
 pub use knobs::{Knobs, Protocol};
 pub use metrics::Metrics;
 pub use proxy::{Proxy, ProxyError, RunningProxy};
-pub use snapshot::{Endpoint, Snapshot, Target, Upstream};
+pub use snapshot::{Endpoint, Snapshot, Target, Transparent, Upstream};
 pub use tls::{Leaf, TrustRoots};
 
 #[cfg(test)]

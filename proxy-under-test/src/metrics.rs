@@ -31,9 +31,12 @@ pub enum RefuseReason {
     Reauthorization,
     /// Closed at the maximum lifetime.
     Lifetime,
+    /// Transparent mode: the original destination is not in the mesh (and passthrough is off),
+    /// is the outbound listener itself, or could not be read.
+    UnknownDestination,
 }
 
-const REASONS: [RefuseReason; 8] = [
+const REASONS: [RefuseReason; 9] = [
     RefuseReason::Handshake,
     RefuseReason::HandshakeTimeout,
     RefuseReason::Identity,
@@ -42,6 +45,7 @@ const REASONS: [RefuseReason; 8] = [
     RefuseReason::NoEndpoint,
     RefuseReason::Reauthorization,
     RefuseReason::Lifetime,
+    RefuseReason::UnknownDestination,
 ];
 
 impl RefuseReason {
@@ -56,6 +60,7 @@ impl RefuseReason {
             Self::NoEndpoint => "no_endpoint",
             Self::Reauthorization => "reauthorization",
             Self::Lifetime => "lifetime",
+            Self::UnknownDestination => "unknown_destination",
         }
     }
 }

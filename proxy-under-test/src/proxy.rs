@@ -58,6 +58,7 @@ pub struct Proxy {
     proxy_id: String,
     timing: Timing,
     metrics: Arc<Metrics>,
+    original_dst: Option<fn(&tokio::net::TcpStream) -> std::io::Result<SocketAddr>>,
 }
 
 /// A started proxy.
@@ -78,7 +79,18 @@ impl Proxy {
             proxy_id: proxy_id.into(),
             timing: Timing::default(),
             metrics: Metrics::new(),
+            original_dst: None,
         }
+    }
+
+    /// Test seam: see [`DataPlane::with_original_dst`] (transparent mode without iptables).
+    #[doc(hidden)]
+    pub fn with_original_dst(
+        mut self,
+        lookup: fn(&tokio::net::TcpStream) -> std::io::Result<SocketAddr>,
+    ) -> Self {
+        self.original_dst = Some(lookup);
+        self
     }
 
     /// Overrides watch timing (tests).
@@ -138,10 +150,11 @@ impl Proxy {
             self.timing,
             self.metrics.clone(),
         );
-        let data = DataPlane::new(control.snapshots())
-            .with_metrics(self.metrics.clone())
-            .start()
-            .await?;
+        let mut data = DataPlane::new(control.snapshots()).with_metrics(self.metrics.clone());
+        if let Some(lookup) = self.original_dst {
+            data = data.with_original_dst(lookup);
+        }
+        let data = data.start().await?;
         let bind = control
             .snapshots()
             .borrow()
@@ -188,6 +201,11 @@ impl RunningProxy {
     /// The inbound public listener.
     pub fn inbound_addr(&self) -> SocketAddr {
         self.data.inbound_addr()
+    }
+
+    /// The transparent outbound listener (IPv4), in transparent mode.
+    pub fn transparent_addr(&self) -> Option<SocketAddr> {
+        self.data.transparent_addr()
     }
 
     /// The local listener of upstream `name`.

@@ -11,6 +11,7 @@
 mod agent;
 mod hooks;
 mod tls;
+mod transparent;
 
 #[cfg(test)]
 mod tests;
@@ -96,11 +97,17 @@ pub enum Sabotage {
     IgnoreDiscoveryChain,
     /// `ignore-token-file`: `-token-file` is ignored.
     IgnoreTokenFile,
+    /// `ignore-original-dst`: transparent connections all go to the first upstream of the
+    /// snapshot, whatever their original destination.
+    IgnoreOriginalDst,
+    /// `forward-unknown`: transparent connections to unknown destinations go to the first
+    /// upstream instead of being refused.
+    ForwardUnknown,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 27] = [
+    pub const ALL: [Self; 29] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -128,6 +135,8 @@ impl Sabotage {
         Self::IgnoreConfigChanges,
         Self::IgnoreDiscoveryChain,
         Self::IgnoreTokenFile,
+        Self::IgnoreOriginalDst,
+        Self::ForwardUnknown,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -160,6 +169,8 @@ impl Sabotage {
             Self::IgnoreConfigChanges => "ignore-config-changes",
             Self::IgnoreDiscoveryChain => "ignore-discovery-chain",
             Self::IgnoreTokenFile => "ignore-token-file",
+            Self::IgnoreOriginalDst => "ignore-original-dst",
+            Self::ForwardUnknown => "forward-unknown",
         }
     }
 

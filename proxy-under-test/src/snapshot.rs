@@ -2,7 +2,7 @@
 //! `tokio::sync::watch` channel by the control plane (or by hand in tests). The data plane never
 //! calls the agent.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,9 +35,18 @@ pub struct Snapshot {
     pub knobs: Knobs,
     /// Upstream listeners and their resolved endpoints.
     pub upstreams: Vec<Upstream>,
+    /// Transparent mode (`Proxy.Mode = "transparent"`): the outbound listener; `None` otherwise.
+    pub transparent: Option<Transparent>,
     /// Test-only broken behaviours the data plane applies.
     #[cfg(feature = "sabotage")]
     pub sabotage: crate::sabotage::Hooks,
+}
+
+/// Transparent mode: one outbound listener receiving the application's redirected TCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transparent {
+    /// `127.0.0.1:<TransparentProxy.OutboundListenerPort>` (default port 15001).
+    pub outbound: SocketAddr,
 }
 
 /// One upstream: a local listener and the targets behind it, in failover order.
@@ -51,6 +60,9 @@ pub struct Upstream {
     pub connect_timeout: Duration,
     /// Primary target first, then failover targets (used when earlier ones have no endpoint).
     pub targets: Vec<Target>,
+    /// Virtual IPs that reach this upstream through the transparent listener (the chain's
+    /// `AutoVirtualIPs`/`ManualVirtualIPs`, then the targets' `consul-virtual` addresses).
+    pub virtual_ips: Vec<IpAddr>,
 }
 
 /// One discovery-chain target with its healthy, connect-capable endpoints.
@@ -79,6 +91,9 @@ pub struct Endpoint {
     pub datacenter: String,
     /// For logs: `<node>/<service id>`.
     pub label: String,
+    /// The instance's sidecar sets `TransparentProxy.DialedDirectly`: a transparent client may
+    /// dial its IP directly (any port) and gets mTLS to that address.
+    pub dialed_directly: bool,
 }
 
 impl Snapshot {

@@ -242,6 +242,7 @@ pub(crate) fn snapshot(
         default_policy,
         knobs,
         upstreams,
+        transparent: None,
         #[cfg(feature = "sabotage")]
         sabotage: Default::default(),
     }

@@ -12,5 +12,6 @@ mod e2e {
     mod inbound;
     mod l7;
     mod startup;
+    mod transparent;
     mod upstream;
 }

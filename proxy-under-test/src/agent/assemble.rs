@@ -222,6 +222,7 @@ fn endpoints(entries: &[HealthEntry]) -> Vec<Endpoint> {
             port: e.service.port,
             datacenter: e.node.datacenter.clone(),
             label: format!("{}/{}", e.node.node, e.service.id),
+            dialed_directly: transparent::dialed_directly(e),
         })
         .filter(|e| !e.host.is_empty())
         .collect()
@@ -242,8 +243,13 @@ impl State {
         let upstreams = upstream_specs(svc)
             .into_iter()
             .map(|spec| {
-                let (targets, timeout) =
-                    targets_for(&spec, self.chains.get(&spec.chain_key()), &svc.datacenter);
+                let chain = self.chains.get(&spec.chain_key());
+                let (targets, timeout) = targets_for(&spec, chain, &svc.datacenter);
+                let target_entries = targets
+                    .iter()
+                    .filter_map(|t| self.health.get(&t.health_key(&svc.datacenter)))
+                    .flatten();
+                let virtual_ips = transparent::virtual_ips(chain, target_entries);
                 let targets = targets
                     .into_iter()
                     .map(|t| {
@@ -266,6 +272,7 @@ impl State {
                     bind: spec.bind,
                     connect_timeout: timeout,
                     targets,
+                    virtual_ips,
                 }
             })
             .collect();
@@ -290,11 +297,14 @@ impl State {
             default_policy,
             knobs,
             upstreams,
+            transparent: transparent::transparent(proxy),
             #[cfg(feature = "sabotage")]
             sabotage: self.sabotage.clone(),
         })
     }
 }
+
+mod transparent;
 
 #[cfg(test)]
 mod tests;

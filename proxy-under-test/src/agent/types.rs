@@ -63,6 +63,24 @@ pub struct AgentProxy {
     /// Upstreams.
     #[serde(default, deserialize_with = "null_default")]
     pub upstreams: Vec<AgentUpstream>,
+    /// `""` / `direct` / `transparent`.
+    #[serde(default, deserialize_with = "null_default")]
+    pub mode: String,
+    /// Transparent-proxy settings (omitted by the agent when zero).
+    #[serde(default)]
+    pub transparent_proxy: Option<TransparentProxyConfig>,
+}
+
+/// `Proxy.TransparentProxy` (of a registration or of a catalog proxy instance).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct TransparentProxyConfig {
+    /// The outbound listener port (0 = unset: 15001).
+    #[serde(default, deserialize_with = "null_default")]
+    pub outbound_listener_port: u16,
+    /// Whether clients may dial this service's instances directly (by IP) over mTLS.
+    #[serde(default, deserialize_with = "null_default")]
+    pub dialed_directly: bool,
 }
 
 /// One `Proxy.Upstreams[]` entry.
@@ -183,6 +201,33 @@ pub struct HealthService {
     /// Port.
     #[serde(default)]
     pub port: u16,
+    /// Tagged addresses; `consul-virtual` holds the service's virtual IP.
+    #[serde(default, deserialize_with = "null_default")]
+    pub tagged_addresses: BTreeMap<String, TaggedAddress>,
+    /// The instance's proxy block (connect-proxy instances).
+    #[serde(default)]
+    pub proxy: Option<HealthProxy>,
+}
+
+/// One `TaggedAddresses` value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct TaggedAddress {
+    /// IP address (or host name).
+    #[serde(default, deserialize_with = "null_default")]
+    pub address: String,
+    /// Port.
+    #[serde(default, deserialize_with = "null_default")]
+    pub port: u16,
+}
+
+/// `Service.Proxy` of a health entry (only what transparent mode reads).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct HealthProxy {
+    /// The destination sidecar's transparent-proxy settings.
+    #[serde(default)]
+    pub transparent_proxy: Option<TransparentProxyConfig>,
 }
 
 /// `POST /v1/discovery-chain/:name` response.
@@ -213,6 +258,16 @@ pub struct CompiledChain {
     /// Targets by ID.
     #[serde(default, deserialize_with = "null_default")]
     pub targets: BTreeMap<String, ChainTarget>,
+    /// Virtual IPs Consul assigned to the chain's service (`null` until assigned).
+    #[serde(rename = "AutoVirtualIPs", default, deserialize_with = "null_default")]
+    pub auto_virtual_ips: Vec<String>,
+    /// Operator-assigned virtual IPs (`null` until assigned).
+    #[serde(
+        rename = "ManualVirtualIPs",
+        default,
+        deserialize_with = "null_default"
+    )]
+    pub manual_virtual_ips: Vec<String>,
 }
 
 /// A chain node (router, splitter or resolver).
@@ -298,3 +353,6 @@ pub struct ChainSubset {
     #[serde(default)]
     pub filter: String,
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,6 +2,8 @@
 //! endpoint of the first target that has one (primary, then failover targets), round-robin,
 //! over mTLS with our leaf, verifying the endpoint chains to the roots and presents the target's
 //! SPIFFE identity; on failure the next candidate is tried (bounded), then the connection closes.
+//! The transparent listener ([`super::transparent`]) serves its mesh destinations through the
+//! same [`serve`] (candidates, dial, handshake, copy loop).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -9,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use rustls_pki_types::ServerName;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
@@ -22,7 +24,7 @@ use crate::snapshot::{Endpoint, Snapshot, Target, Upstream};
 use crate::tls::{self, ExpectedServer};
 
 /// At most this many endpoints are tried per accepted connection.
-const MAX_ATTEMPTS: usize = 3;
+pub(crate) const MAX_ATTEMPTS: usize = 3;
 
 type Addrs = Arc<Mutex<BTreeMap<(String, SocketAddr), SocketAddr>>>;
 
@@ -140,13 +142,27 @@ async fn handle(mut tcp: TcpStream, name: String, bind: SocketAddr, shared: Arc<
         return;
     };
     let start = shared.round_robin.fetch_add(1, Ordering::Relaxed);
+    serve(tcp, &shared, &snap, up, &candidates(up, start)).await;
+}
+
+/// Serves one accepted local connection for upstream `up` (from an upstream listener or the
+/// transparent listener): tries `cands` in order over mTLS, each attempt bounded by the
+/// upstream's connect timeout, then splices bytes; closes the connection when none answers.
+pub(crate) async fn serve(
+    mut tcp: TcpStream,
+    shared: &Shared,
+    snap: &Snapshot,
+    up: &Upstream,
+    cands: &[(&Target, &Endpoint)],
+) {
+    let name = &up.name;
     let timeout = snap
         .knobs
         .upstream_connect_timeout
         .unwrap_or(up.connect_timeout);
     let mut remote = None;
-    for (target, ep) in candidates(up, start) {
-        match tokio::time::timeout(timeout, dial(&snap, target, ep)).await {
+    for &(target, ep) in cands {
+        match tokio::time::timeout(timeout, dial(snap, target, ep)).await {
             Ok(Ok(s)) => {
                 tracing::debug!(upstream = %name, target = %target.id, endpoint = %ep.label, "upstream connected");
                 remote = Some(s);
@@ -166,9 +182,17 @@ async fn handle(mut tcp: TcpStream, name: String, bind: SocketAddr, shared: Arc<
         let _ = tcp.shutdown().await;
         return;
     };
+    splice(shared, &mut tcp, &mut remote).await;
+}
+
+/// Copies bytes both ways until either side ends or the data plane is killed.
+pub(crate) async fn splice<S>(shared: &Shared, tcp: &mut TcpStream, remote: &mut S)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut kill = shared.kill.clone();
     tokio::select! {
-        _ = tokio::io::copy_bidirectional_with_sizes(&mut tcp, &mut remote, COPY_BUF, COPY_BUF) => {}
+        _ = tokio::io::copy_bidirectional_with_sizes(tcp, remote, COPY_BUF, COPY_BUF) => {}
         _ = flag_set(&mut kill) => {}
     }
 }

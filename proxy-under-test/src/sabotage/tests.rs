@@ -5,12 +5,13 @@ mod agent;
 mod authz;
 mod dataplane;
 mod outbound;
+mod transparent;
 
 use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 27] = [
+const CATALOGUE: [&str; 29] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -38,6 +39,8 @@ const CATALOGUE: [&str; 27] = [
     "ignore-config-changes",
     "ignore-discovery-chain",
     "ignore-token-file",
+    "ignore-original-dst",
+    "forward-unknown",
 ];
 
 #[test]

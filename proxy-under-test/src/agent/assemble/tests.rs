@@ -174,3 +174,72 @@ fn snapshot_needs_every_piece() {
     st.intentions = Some(Arc::new(IntentionSet::new("web", vec![])));
     assert!(st.snapshot().is_none());
 }
+
+#[test]
+fn transparent_snapshot_carries_listener_virtual_ips_and_dialed_directly() {
+    let ca = crate::testutil::TestCa::new("CA");
+    let mut st = State {
+        roots: Some(ca.roots()),
+        leaf: Some(ca.service_leaf("web").leaf()),
+        policy: Some(DefaultPolicy::DENY),
+        intentions: Some(Arc::new(IntentionSet::new("web", vec![]))),
+        ..State::default()
+    };
+    st.service = Some(
+        serde_json::from_value(
+            json!({"Kind":"connect-proxy","ID":"web-sidecar-proxy","Port":21000,
+            "Datacenter":"dc1","Proxy":{"DestinationServiceName":"web","LocalServicePort":8080,
+            "Mode":"transparent","TransparentProxy":{"OutboundListenerPort":15006},
+            "Upstreams":[{"DestinationName":"cache","LocalBindPort":9191}]}}),
+        )
+        .unwrap(),
+    );
+    let plain = st.snapshot().unwrap();
+    assert_eq!(
+        plain.transparent.map(|t| t.outbound.to_string()).as_deref(),
+        Some("127.0.0.1:15006")
+    );
+    assert!(plain.upstream("cache").unwrap().virtual_ips.is_empty());
+    // A chain redirecting cache to cache-v2, whose instances carry cache-v2's virtual IP.
+    st.chains.insert(
+        ("cache".into(), String::new()),
+        chain(&json!({"Chain":{"ServiceName":"cache","StartNode":"resolver:v2",
+            "Nodes":{"resolver:v2":{"Type":"resolver","Resolver":{"Target":"cache-v2.default.default.dc1"}}},
+            "Targets":{"cache-v2.default.default.dc1":{"ID":"cache-v2.default.default.dc1",
+                "Service":"cache-v2","Datacenter":"dc1"}},
+            "AutoVirtualIPs":["240.0.0.2"],"ManualVirtualIPs":[]}})),
+    );
+    st.health.insert(
+        ("cache-v2".into(), String::new(), String::new()),
+        serde_json::from_value(json!([
+            {"Node":{"Node":"n1","Address":"10.0.0.5","Datacenter":"dc1"},
+             "Service":{"ID":"v2-1","Port":21001,
+                "TaggedAddresses":{"consul-virtual":{"Address":"240.0.0.3","Port":21001}},
+                "Proxy":{"TransparentProxy":{"DialedDirectly":true}}}},
+            {"Node":{"Node":"n2","Address":"10.0.0.6","Datacenter":"dc1"},
+             "Service":{"ID":"v2-2","Port":21001,
+                "TaggedAddresses":{"consul-virtual":{"Address":"240.0.0.3","Port":21001}}}}
+        ]))
+        .unwrap(),
+    );
+    let snap = st.snapshot().unwrap();
+    let up = snap.upstream("cache").unwrap();
+    let vips: Vec<String> = up.virtual_ips.iter().map(ToString::to_string).collect();
+    assert_eq!(vips, ["240.0.0.2", "240.0.0.3"]);
+    let dd: Vec<bool> = up.targets[0]
+        .endpoints
+        .iter()
+        .map(|e| e.dialed_directly)
+        .collect();
+    assert_eq!(dd, [true, false]);
+    assert_eq!(
+        up.bind.to_string(),
+        "127.0.0.1:9191",
+        "the explicit listener stays"
+    );
+    // Direct mode: no transparent listener.
+    if let Some(p) = st.service.as_mut().and_then(|s| s.proxy.as_mut()) {
+        p.mode = "direct".into();
+    }
+    assert!(st.snapshot().unwrap().transparent.is_none());
+}

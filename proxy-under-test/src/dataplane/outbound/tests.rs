@@ -61,6 +61,7 @@ fn ep(addr: SocketAddr, label: &str) -> Endpoint {
         port: addr.port(),
         datacenter: "dc1".into(),
         label: label.into(),
+        dialed_directly: false,
     }
 }
 
@@ -80,6 +81,7 @@ fn upstream(targets: Vec<Target>) -> Upstream {
         bind: "127.0.0.1:0".parse().unwrap(),
         connect_timeout: Duration::from_secs(2),
         targets,
+        virtual_ips: vec![],
     }
 }
 

@@ -69,8 +69,10 @@ async fn through_upstream(set: Sabotages, ca: &TestCa, instance: SocketAddr) -> 
                 port: instance.port(),
                 datacenter: "dc1".into(),
                 label: "node1/cache-1".into(),
+                dialed_directly: false,
             }],
         }],
+        virtual_ips: vec![],
     };
     let app = echo_app().await;
     let knobs = Knobs::default();

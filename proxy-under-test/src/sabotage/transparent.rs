@@ -1,0 +1,33 @@
+//! Broken transparent-mode mapping: `ignore-original-dst` (everything to the first upstream) and
+//! `forward-unknown` (unknown destinations to the first upstream instead of a refusal).
+
+use super::{Hooks, Sabotage};
+use crate::dataplane::transparent::Route;
+use crate::snapshot::Snapshot;
+
+impl Hooks {
+    /// `ignore-original-dst`: the first upstream, whatever the destination; `None` = the normal
+    /// mapping.
+    pub(crate) fn ignore_original_dst<'a>(&self, snap: &'a Snapshot) -> Option<Route<'a>> {
+        if !self.has(Sabotage::IgnoreOriginalDst) {
+            return None;
+        }
+        first_upstream(snap)
+    }
+
+    /// `forward-unknown`: the first upstream instead of refusing an unknown destination; `None`
+    /// = refuse.
+    pub(crate) fn forward_unknown<'a>(&self, snap: &'a Snapshot) -> Option<Route<'a>> {
+        if !self.has(Sabotage::ForwardUnknown) {
+            return None;
+        }
+        first_upstream(snap)
+    }
+}
+
+fn first_upstream(snap: &Snapshot) -> Option<Route<'_>> {
+    snap.upstreams.first().map(|upstream| Route::Upstream {
+        upstream,
+        first: None,
+    })
+}
