@@ -83,13 +83,11 @@ pub(super) async fn redirect(
         .ok_or_else(|| Error::Usage("the redirect command is empty".into()))?;
     let line = cmd.argv.join(" ");
     let mut c = Command::new(program);
-    c.args(args)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)));
+    c.args(args).stdin(Stdio::null()).kill_on_drop(true);
     for k in &cmd.env_remove {
         c.env_remove(k);
     }
+    c.envs(cmd.env.iter().map(|(k, v)| (k, v)));
     let out = tokio::time::timeout(REDIRECT_TIMEOUT, c.output())
         .await
         .map_err(|_| {
