@@ -65,7 +65,8 @@ pub struct RunArgs {
     /// A declared bound, e.g. reauthorize_ms=1000 (repeatable).
     #[arg(long, value_name = "NAME=MS")]
     pub bound: Vec<String>,
-    /// Claimed profiles, comma-separated (core, l7, extended); default: every profile run.
+    /// Claimed profiles, comma-separated (core, l7, extended, transparent); default: every
+    /// profile run. Transparent scenarios need root, `ip` and `iptables` (else not supported).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub profile: Vec<String>,
     /// Only scenarios whose id matches (glob, repeatable or comma-separated).
