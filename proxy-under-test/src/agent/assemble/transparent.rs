@@ -82,7 +82,7 @@ mod tests {
     use super::*;
     use crate::agent::types::{AgentService, ChainResponse};
 
-    fn proxy(v: serde_json::Value) -> AgentProxy {
+    fn proxy(v: &serde_json::Value) -> AgentProxy {
         serde_json::from_value::<AgentService>(json!({ "Proxy": v }))
             .unwrap()
             .proxy
@@ -91,7 +91,7 @@ mod tests {
 
     #[test]
     fn the_outbound_listener_follows_mode_and_port() {
-        let t = |v| transparent(&proxy(v)).map(|t| t.outbound.to_string());
+        let t = |v: serde_json::Value| transparent(&proxy(&v)).map(|t| t.outbound.to_string());
         assert_eq!(t(json!({})), None);
         assert_eq!(t(json!({"Mode": "direct"})), None);
         assert_eq!(
