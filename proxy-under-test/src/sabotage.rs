@@ -96,11 +96,14 @@ pub enum Sabotage {
     IgnoreDiscoveryChain,
     /// `ignore-token-file`: `-token-file` is ignored.
     IgnoreTokenFile,
+    /// `reject-hostname-endpoints`: endpoints whose address is a host name rather than an IP
+    /// literal are dropped from the snapshot (a proxy that only parses IPs).
+    RejectHostnameEndpoints,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 27] = [
+    pub const ALL: [Self; 28] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -128,6 +131,7 @@ impl Sabotage {
         Self::IgnoreConfigChanges,
         Self::IgnoreDiscoveryChain,
         Self::IgnoreTokenFile,
+        Self::RejectHostnameEndpoints,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -160,6 +164,7 @@ impl Sabotage {
             Self::IgnoreConfigChanges => "ignore-config-changes",
             Self::IgnoreDiscoveryChain => "ignore-discovery-chain",
             Self::IgnoreTokenFile => "ignore-token-file",
+            Self::RejectHostnameEndpoints => "reject-hostname-endpoints",
         }
     }
 

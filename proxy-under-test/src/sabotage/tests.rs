@@ -1,16 +1,17 @@
 //! Sabotage tests: the fixed names, the set, the `--sabotage` flag; the behaviours themselves
-//! against the reference in `tests/` (authorization, data plane, agent usage).
+//! against the reference in `tests/` (authorization, data plane, agent usage, endpoints).
 
 mod agent;
 mod authz;
 mod dataplane;
+mod endpoints;
 mod outbound;
 
 use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 27] = [
+const CATALOGUE: [&str; 28] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -38,6 +39,7 @@ const CATALOGUE: [&str; 27] = [
     "ignore-config-changes",
     "ignore-discovery-chain",
     "ignore-token-file",
+    "reject-hostname-endpoints",
 ];
 
 #[test]
