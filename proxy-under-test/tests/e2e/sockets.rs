@@ -257,7 +257,10 @@ async fn a_regular_file_in_the_way_fails_startup_and_is_kept() {
     )
     .await
     .expect("start returns");
-    let err = started.err().expect("startup refused").to_string();
+    let Err(err) = started else {
+        panic!("startup must be refused");
+    };
+    let err = err.to_string();
     assert!(err.contains("is not a socket"), "{err}");
     assert!(err.contains("cache.sock"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), b"not a socket");

@@ -37,7 +37,7 @@ fn underscores_ok(s: &str) -> bool {
     if b.len() >= 2 && b[0] == b'0' && matches!(b[1].to_ascii_lowercase(), b'b' | b'o' | b'x') {
         i = 2;
         saw = b'0';
-        hex = b[1].to_ascii_lowercase() == b'x';
+        hex = b[1].eq_ignore_ascii_case(&b'x');
     }
     for &c in &b[i..] {
         if c.is_ascii_digit() || (hex && c.is_ascii_hexdigit()) {
