@@ -5,11 +5,16 @@
 
 mod inbound;
 mod l7;
+mod listen;
+mod local;
 mod outbound;
+mod resolve;
 pub(crate) mod transparent;
+mod unix;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,8 +23,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use self::listen::UpstreamListener;
+pub use self::unix::UnixBindError;
 use crate::metrics::Metrics;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Bind, Snapshot};
 use crate::tls::{self, InboundTls, TlsError};
 
 /// Snapshots as the control plane publishes them (`None` until the first complete one).
@@ -56,6 +63,16 @@ pub enum DataPlaneError {
         addr: SocketAddr,
         /// The OS error.
         source: std::io::Error,
+    },
+    /// An upstream's unix-socket listener could not be created.
+    #[error("cannot listen on the unix socket of upstream {name:?}: {source}")]
+    BindUpstreamSocket {
+        /// Upstream destination name.
+        name: String,
+        /// `LocalBindSocketPath`.
+        path: PathBuf,
+        /// What went wrong (a non-socket in the way, missing directory, OS error).
+        source: UnixBindError,
     },
     /// The leaf or roots in the snapshot are unusable.
     #[error("TLS configuration: {0}")]
@@ -149,7 +166,7 @@ impl Shared {
 pub struct RunningDataPlane {
     inbound_addr: SocketAddr,
     transparent_addr: Option<SocketAddr>,
-    upstream_addrs: Arc<Mutex<BTreeMap<(String, SocketAddr), SocketAddr>>>,
+    upstream_addrs: Arc<Mutex<BTreeMap<(String, Bind), Bind>>>,
     stop_tx: watch::Sender<bool>,
     kill_tx: watch::Sender<bool>,
     conns: watch::Receiver<usize>,
@@ -209,14 +226,8 @@ impl DataPlane {
             })?;
         let mut upstream_listeners = Vec::new();
         for up in &first.upstreams {
-            let l = TcpListener::bind(up.bind).await.map_err(|source| {
-                DataPlaneError::BindUpstream {
-                    name: up.name.clone(),
-                    addr: up.bind,
-                    source,
-                }
-            })?;
-            upstream_listeners.push((up.name.clone(), up.bind, l));
+            let l = UpstreamListener::bind(&up.name, &up.bind).await?;
+            upstream_listeners.push((up.name.clone(), up.bind.clone(), l));
         }
         let transparent_listeners = match &first.transparent {
             Some(t) => transparent::bind(t).await?,
@@ -239,7 +250,8 @@ impl DataPlane {
         let upstream_addrs = Arc::new(Mutex::new(BTreeMap::new()));
         let mut running = BTreeMap::new();
         for (name, bind, l) in upstream_listeners {
-            let handle = outbound::spawn_listener(l, name.clone(), bind, &shared, &upstream_addrs);
+            let handle =
+                outbound::spawn_listener(l, name.clone(), bind.clone(), &shared, &upstream_addrs);
             running.insert((name, bind), handle);
         }
         let (transparent_tasks, transparent_addr) =
@@ -273,14 +285,27 @@ impl RunningDataPlane {
         self.transparent_addr
     }
 
-    /// The bound address of the (first) listener of upstream `name`.
+    /// The bound address of the (first) TCP listener of upstream `name`.
     pub fn upstream_addr(&self, name: &str) -> Option<SocketAddr> {
         self.upstream_addrs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .iter()
-            .find(|((n, _), _)| n == name)
-            .map(|(_, a)| *a)
+            .filter(|((n, _), _)| n == name)
+            .find_map(|(_, a)| a.tcp())
+    }
+
+    /// The socket path of the (first) unix-socket listener of upstream `name`.
+    pub fn upstream_socket(&self, name: &str) -> Option<PathBuf> {
+        self.upstream_addrs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|((n, _), _)| n == name)
+            .find_map(|(_, a)| match a {
+                Bind::Unix { path, .. } => Some(path.clone()),
+                Bind::Tcp(_) => None,
+            })
     }
 
     /// Open connections (inbound + outbound).
@@ -300,8 +325,16 @@ impl RunningDataPlane {
         }
         let _ = self.kill_tx.send(true);
         let _ = tokio::time::timeout(Duration::from_secs(1), all_closed(&mut self.conns)).await;
+        // Every task ends by itself on `stop` (the upstream one after closing its listeners and
+        // removing their socket files); only stragglers are aborted.
         for t in self.tasks.drain(..) {
-            t.abort();
+            let abort = t.abort_handle();
+            if tokio::time::timeout(Duration::from_secs(1), t)
+                .await
+                .is_err()
+            {
+                abort.abort();
+            }
         }
     }
 }

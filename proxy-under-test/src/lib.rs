@@ -27,11 +27,11 @@ pub mod tls;
 pub use agent::{AgentClient, AgentError, ControlPlane, Timing};
 pub use authz::{Decision, DefaultPolicy, Intention, IntentionSet};
 pub use cli::cli_main;
-pub use dataplane::{DataPlane, DataPlaneError, RunningDataPlane, SnapshotRx};
+pub use dataplane::{DataPlane, DataPlaneError, RunningDataPlane, SnapshotRx, UnixBindError};
 pub use knobs::{Knobs, Protocol};
 pub use metrics::Metrics;
 pub use proxy::{Proxy, ProxyError, RunningProxy};
-pub use snapshot::{Endpoint, Snapshot, Target, Transparent, Upstream};
+pub use snapshot::{Bind, Endpoint, LocalApp, Snapshot, Target, Transparent, Upstream};
 pub use tls::{Leaf, TrustRoots};
 
 #[cfg(test)]

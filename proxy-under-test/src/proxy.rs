@@ -213,6 +213,11 @@ impl RunningProxy {
         self.data.upstream_addr(name)
     }
 
+    /// The socket path of upstream `name`'s unix-socket listener.
+    pub fn upstream_socket(&self, name: &str) -> Option<std::path::PathBuf> {
+        self.data.upstream_socket(name)
+    }
+
     /// The metrics listener, when `metrics_bind_addr` is set.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr

@@ -103,11 +103,18 @@ pub enum Sabotage {
     /// `forward-unknown`: transparent connections to unknown destinations go to the first
     /// upstream instead of being refused.
     ForwardUnknown,
+    /// `reject-hostname-endpoints`: endpoints whose address is a host name rather than an IP
+    /// literal are dropped from the snapshot (a proxy that only parses IPs).
+    RejectHostnameEndpoints,
+    /// `ignore-app-socket`: `LocalServiceSocketPath` is ignored; the local app is dialed at
+    /// `LocalServiceAddress:LocalServicePort` as if there were no socket (a proxy without unix
+    /// socket support).
+    IgnoreAppSocket,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 29] = [
+    pub const ALL: [Self; 31] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -137,6 +144,8 @@ impl Sabotage {
         Self::IgnoreTokenFile,
         Self::IgnoreOriginalDst,
         Self::ForwardUnknown,
+        Self::RejectHostnameEndpoints,
+        Self::IgnoreAppSocket,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -171,6 +180,8 @@ impl Sabotage {
             Self::IgnoreTokenFile => "ignore-token-file",
             Self::IgnoreOriginalDst => "ignore-original-dst",
             Self::ForwardUnknown => "forward-unknown",
+            Self::RejectHostnameEndpoints => "reject-hostname-endpoints",
+            Self::IgnoreAppSocket => "ignore-app-socket",
         }
     }
 

@@ -2,7 +2,10 @@
 //! `tokio::sync::watch` channel by the control plane (or by hand in tests). The data plane never
 //! calls the agent.
 
-use std::net::{IpAddr, SocketAddr};
+use std::fmt;
+use std::net::{AddrParseError, IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,8 +24,9 @@ pub struct Snapshot {
     pub datacenter: String,
     /// Inbound public listener (`Address:Port` of the proxy registration).
     pub public_listener: SocketAddr,
-    /// The local application (`LocalServiceAddress:LocalServicePort`).
-    pub local_app: SocketAddr,
+    /// The local application: `LocalServiceAddress:LocalServicePort`, or the unix socket
+    /// `LocalServiceSocketPath` when the registration names one.
+    pub local_app: LocalApp,
     /// Our leaf (served inbound, presented outbound).
     pub leaf: Leaf,
     /// Trusted CA roots.
@@ -54,8 +58,9 @@ pub struct Transparent {
 pub struct Upstream {
     /// The upstream's destination name as registered (`DestinationName`).
     pub name: String,
-    /// Local listener `LocalBindAddress:LocalBindPort`.
-    pub bind: SocketAddr,
+    /// Local listener: `LocalBindAddress:LocalBindPort`, or the unix socket
+    /// `LocalBindSocketPath` (with `LocalBindSocketMode`) when the upstream has no port.
+    pub bind: Bind,
     /// Dial + handshake timeout per endpoint attempt.
     pub connect_timeout: Duration,
     /// Primary target first, then failover targets (used when earlier ones have no endpoint).
@@ -96,16 +101,141 @@ pub struct Endpoint {
     pub dialed_directly: bool,
 }
 
+/// Where the application behind the proxy listens.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LocalApp {
+    /// `LocalServiceAddress:LocalServicePort`.
+    Tcp(SocketAddr),
+    /// `LocalServiceSocketPath`.
+    Unix(PathBuf),
+}
+
+impl From<SocketAddr> for LocalApp {
+    fn from(addr: SocketAddr) -> Self {
+        Self::Tcp(addr)
+    }
+}
+
+impl PartialEq<SocketAddr> for LocalApp {
+    fn eq(&self, other: &SocketAddr) -> bool {
+        matches!(self, Self::Tcp(a) if a == other)
+    }
+}
+
+impl fmt::Display for LocalApp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Tcp(addr) => addr.fmt(f),
+            Self::Unix(path) => write!(f, "unix:{}", path.display()),
+        }
+    }
+}
+
+/// Where an upstream's local listener is bound (also the listener's identity: a change of
+/// address, path or mode replaces the listener).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Bind {
+    /// `LocalBindAddress:LocalBindPort`.
+    Tcp(SocketAddr),
+    /// `LocalBindSocketPath`, with the validated `LocalBindSocketMode` (`None`: the file keeps
+    /// the mode the process umask gives it).
+    Unix {
+        /// The socket file.
+        path: PathBuf,
+        /// Permission bits (`<= 0o777`) set on the socket file right after binding.
+        mode: Option<u32>,
+    },
+}
+
+impl Bind {
+    /// The TCP address, for TCP binds.
+    pub fn tcp(&self) -> Option<SocketAddr> {
+        match self {
+            Self::Tcp(addr) => Some(*addr),
+            Self::Unix { .. } => None,
+        }
+    }
+}
+
+impl From<SocketAddr> for Bind {
+    fn from(addr: SocketAddr) -> Self {
+        Self::Tcp(addr)
+    }
+}
+
+impl PartialEq<SocketAddr> for Bind {
+    fn eq(&self, other: &SocketAddr) -> bool {
+        self.tcp().as_ref() == Some(other)
+    }
+}
+
+/// Parses a TCP bind (`ip:port`).
+impl FromStr for Bind {
+    type Err = AddrParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        s.parse().map(Self::Tcp)
+    }
+}
+
+impl fmt::Display for Bind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Tcp(addr) => addr.fmt(f),
+            Self::Unix { path, mode: None } => write!(f, "unix:{}", path.display()),
+            Self::Unix {
+                path,
+                mode: Some(mode),
+            } => write!(f, "unix:{} (mode {mode:04o})", path.display()),
+        }
+    }
+}
+
 impl Snapshot {
     /// The upstream named `name` configured to listen on `bind`, if any.
-    pub fn upstream_at(&self, name: &str, bind: SocketAddr) -> Option<&Upstream> {
+    pub fn upstream_at(&self, name: &str, bind: &Bind) -> Option<&Upstream> {
         self.upstreams
             .iter()
-            .find(|u| u.name == name && u.bind == bind)
+            .find(|u| u.name == name && u.bind == *bind)
     }
 
     /// The upstream named `name`, if any.
     pub fn upstream(&self, name: &str) -> Option<&Upstream> {
         self.upstreams.iter().find(|u| u.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binds_and_apps_compare_display_and_parse() {
+        let tcp: Bind = "127.0.0.1:9191".parse().unwrap();
+        let addr: SocketAddr = "127.0.0.1:9191".parse().unwrap();
+        assert_eq!(tcp, Bind::Tcp(addr));
+        assert_eq!(tcp, addr);
+        assert_eq!(tcp.tcp(), Some(addr));
+        assert_eq!(tcp.to_string(), "127.0.0.1:9191");
+        assert!("/tmp/s".parse::<Bind>().is_err(), "only TCP binds parse");
+        let unix = Bind::Unix {
+            path: "/tmp/s".into(),
+            mode: Some(0o600),
+        };
+        assert_eq!(unix.tcp(), None);
+        assert_ne!(unix, addr);
+        assert_eq!(unix.to_string(), "unix:/tmp/s (mode 0600)");
+        let no_mode = Bind::Unix {
+            path: "/tmp/s".into(),
+            mode: None,
+        };
+        assert_eq!(no_mode.to_string(), "unix:/tmp/s");
+        assert_ne!(unix, no_mode, "a mode change is another listener");
+        let app = LocalApp::from(addr);
+        assert_eq!(app, addr);
+        assert_eq!(app.to_string(), "127.0.0.1:9191");
+        let sock = LocalApp::Unix("/run/api.sock".into());
+        assert_ne!(sock, addr);
+        assert_eq!(sock.to_string(), "unix:/run/api.sock");
     }
 }

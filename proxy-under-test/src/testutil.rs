@@ -235,7 +235,7 @@ pub(crate) fn snapshot(
         service: "db".into(),
         datacenter: "dc1".into(),
         public_listener: "127.0.0.1:0".parse().unwrap(),
-        local_app: app,
+        local_app: app.into(),
         leaf: ca.service_leaf("db").leaf(),
         roots: ca.roots(),
         intentions: Arc::new(IntentionSet::new("db", intentions)),

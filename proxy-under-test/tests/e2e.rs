@@ -11,6 +11,7 @@ mod e2e {
     mod freshness;
     mod inbound;
     mod l7;
+    mod sockets;
     mod startup;
     mod transparent;
     mod upstream;

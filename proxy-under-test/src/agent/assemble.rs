@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::types::{AgentService, CompiledChain, HealthEntry};
 use crate::authz::{DefaultPolicy, IntentionSet};
 use crate::knobs::Knobs;
-use crate::snapshot::{Endpoint, Snapshot, Target, Upstream};
+use crate::snapshot::{Bind, Endpoint, Snapshot, Target, Upstream};
 use crate::tls::{Leaf, TrustRoots};
 
 /// Default resolver connect timeout when the chain does not say.
@@ -26,7 +26,7 @@ pub(crate) struct UpstreamSpec {
     pub(crate) name: String,
     pub(crate) namespace: String,
     pub(crate) datacenter: String,
-    pub(crate) bind: SocketAddr,
+    pub(crate) bind: Bind,
 }
 
 impl UpstreamSpec {
@@ -114,8 +114,8 @@ fn ip_or(addr: &str, default: IpAddr) -> IpAddr {
     })
 }
 
-/// The upstreams this proxy can serve (prepared queries, unix sockets and port-less upstreams are
-/// skipped with an error log, like the built-in proxy).
+/// The upstreams this proxy can serve (prepared queries and upstreams with neither a port nor a
+/// socket path are skipped with an error log, like the built-in proxy).
 pub(crate) fn upstream_specs(svc: &AgentService) -> Vec<UpstreamSpec> {
     let Some(proxy) = &svc.proxy else {
         return Vec::new();
@@ -129,16 +129,12 @@ pub(crate) fn upstream_specs(svc: &AgentService) -> Vec<UpstreamSpec> {
                 tracing::error!(upstream = %u.destination_name, kind, "unsupported upstream type; skipped");
                 return None;
             }
-            if !u.local_bind_socket_path.is_empty() || u.local_bind_port == 0 {
-                tracing::error!(upstream = %u.destination_name, "upstream without LocalBindPort (or with a socket path) is not supported; skipped");
-                return None;
-            }
-            let ip = ip_or(&u.local_bind_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
+            let bind = sockets::upstream_bind(u)?;
             Some(UpstreamSpec {
                 name: u.destination_name.clone(),
                 namespace: if u.destination_namespace.is_empty() { "default".into() } else { u.destination_namespace.clone() },
                 datacenter: u.datacenter.clone(),
-                bind: SocketAddr::new(ip, u.local_bind_port),
+                bind,
             })
         })
         .collect()
@@ -240,6 +236,9 @@ impl State {
             return None;
         }
         let knobs = Knobs::from_config(&proxy.config);
+        let local_app = sockets::local_app(proxy);
+        #[cfg(feature = "sabotage")]
+        let local_app = self.sabotage.local_app(local_app, proxy);
         let upstreams = upstream_specs(svc)
             .into_iter()
             .map(|spec| {
@@ -258,6 +257,8 @@ impl State {
                             .get(&t.health_key(&svc.datacenter))
                             .map(|e| endpoints(e))
                             .unwrap_or_default();
+                        #[cfg(feature = "sabotage")]
+                        let eps = self.sabotage.endpoints(eps);
                         Target {
                             id: t.id,
                             service: t.service,
@@ -284,13 +285,7 @@ impl State {
                 ip_or(&svc.address, IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
                 svc.port,
             ),
-            local_app: SocketAddr::new(
-                ip_or(
-                    &proxy.local_service_address,
-                    IpAddr::V4(Ipv4Addr::LOCALHOST),
-                ),
-                proxy.local_service_port,
-            ),
+            local_app,
             leaf,
             roots,
             intentions,
@@ -306,5 +301,6 @@ impl State {
 
 mod transparent;
 
+mod sockets;
 #[cfg(test)]
 mod tests;

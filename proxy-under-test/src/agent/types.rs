@@ -57,6 +57,9 @@ pub struct AgentProxy {
     /// Local application port.
     #[serde(default)]
     pub local_service_port: u16,
+    /// Unix socket of the local application (when set, it replaces the address and port).
+    #[serde(default, deserialize_with = "null_default")]
+    pub local_service_socket_path: String,
     /// Opaque proxy config (knobs, `protocol`).
     #[serde(default, deserialize_with = "null_default")]
     pub config: Map<String, Value>,
@@ -105,9 +108,12 @@ pub struct AgentUpstream {
     /// Local bind port.
     #[serde(default)]
     pub local_bind_port: u16,
-    /// Unix socket path (not supported: skipped).
-    #[serde(default)]
+    /// Unix socket to listen on instead of a port (used when `LocalBindPort` is 0).
+    #[serde(default, deserialize_with = "null_default")]
     pub local_bind_socket_path: String,
+    /// File mode of that socket, a Go integer literal (`"0600"`: octal).
+    #[serde(default, deserialize_with = "null_default")]
+    pub local_bind_socket_mode: String,
 }
 
 /// `GET /v1/agent/connect/ca/leaf/:service`.

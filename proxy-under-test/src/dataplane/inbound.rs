@@ -8,12 +8,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rustls_pki_types::{CertificateDer, UnixTime};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Instant, timeout};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
+use super::local::{self, AppConn};
 use super::{Shared, flag_set, l7};
 use crate::knobs::{Knobs, Protocol};
 use crate::metrics::RefuseReason;
@@ -246,27 +247,33 @@ async fn handle(tcp: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
 }
 
 async fn l4(mut tls: TlsStream<TcpStream>, peer: Peer, snap: Arc<Snapshot>, shared: Arc<Shared>) {
-    let connect = timeout(
-        snap.knobs.local_connect_timeout,
-        TcpStream::connect(snap.local_app),
-    );
-    let mut app = match connect.await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
+    let app = match local::connect(&snap.local_app, snap.knobs.local_connect_timeout).await {
+        Ok(app) => app,
+        Err(e) => {
             shared.metrics.refused(RefuseReason::LocalConnect);
             tracing::warn!(app = %snap.local_app, error = %e, "local application unreachable");
             let _ = tls.shutdown().await;
             return;
         }
-        Err(_) => {
-            shared.metrics.refused(RefuseReason::LocalConnect);
-            tracing::warn!(app = %snap.local_app, "local application connect timed out");
-            let _ = tls.shutdown().await;
-            return;
-        }
     };
-    let _ = app.set_nodelay(true);
+    match app {
+        AppConn::Tcp(app) => splice(tls, app, &peer, &snap, &shared).await,
+        AppConn::Unix(app) => splice(tls, app, &peer, &snap, &shared).await,
+    }
+}
+
+/// Copies bytes between the peer and the local application (whatever its stream type) under
+/// supervision.
+async fn splice<A>(
+    mut tls: TlsStream<TcpStream>,
+    mut app: A,
+    peer: &Peer,
+    snap: &Snapshot,
+    shared: &Shared,
+) where
+    A: AsyncRead + AsyncWrite + Unpin + Send,
+{
     let copy = tokio::io::copy_bidirectional_with_sizes(&mut tls, &mut app, COPY_BUF, COPY_BUF);
-    let end = supervise(&shared, &peer, &snap.knobs, true, copy).await;
-    log_end(&shared, &peer, &end);
+    let end = supervise(shared, peer, &snap.knobs, true, copy).await;
+    log_end(shared, peer, &end);
 }

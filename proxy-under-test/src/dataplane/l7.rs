@@ -13,12 +13,14 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 use tokio_rustls::server::TlsStream;
 
 use super::Shared;
 use super::inbound::{Peer, log_end, supervise};
+use super::local::{self, AppConn};
 use crate::authz::RequestInfo;
 use crate::snapshot::Snapshot;
 
@@ -101,26 +103,33 @@ impl Forwarder {
             None => false,
         };
         if !reusable {
-            let connect = tokio::time::timeout(
-                snap.knobs.local_connect_timeout,
-                TcpStream::connect(snap.local_app),
-            );
-            let tcp = connect
-                .await
-                .map_err(|_| "connect timed out".to_owned())?
-                .map_err(|e| e.to_string())?;
-            let _ = tcp.set_nodelay(true);
-            let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            let app = local::connect(&snap.local_app, snap.knobs.local_connect_timeout)
                 .await
                 .map_err(|e| e.to_string())?;
-            tokio::spawn(async move {
-                let _ = conn.await;
-            });
-            *guard = Some(sender);
+            let sender = match app {
+                AppConn::Tcp(s) => handshake(s).await,
+                AppConn::Unix(s) => handshake(s).await,
+            };
+            *guard = Some(sender?);
         }
         let sender = guard.as_mut().ok_or("no application connection")?;
         sender.send_request(req).await.map_err(|e| e.to_string())
     }
+}
+
+/// An HTTP/1.1 client connection to the local application over `stream` (TCP or unix); the
+/// connection task runs in the background.
+async fn handshake<S>(stream: S) -> Result<SendRequest<Incoming>, String>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
 }
 
 pub(crate) async fn serve(

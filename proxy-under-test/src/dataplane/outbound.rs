@@ -1,12 +1,13 @@
-//! Outbound: one local TCP listener per upstream. Each accepted connection goes to a healthy
+//! Outbound: one local listener per upstream (TCP here, unix sockets in [`super::unix`], both
+//! handled by [`handle`]). Each accepted connection goes to a healthy
 //! endpoint of the first target that has one (primary, then failover targets), round-robin,
 //! over mTLS with our leaf, verifying the endpoint chains to the roots and presents the target's
 //! SPIFFE identity; on failure the next candidate is tried (bounded), then the connection closes.
 //! The transparent listener ([`super::transparent`]) serves its mesh destinations through the
 //! same [`serve`] (candidates, dial, handshake, copy loop).
+//! Host-name endpoints are resolved at each attempt ([`super::resolve`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -18,37 +19,38 @@ use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
 use super::inbound::COPY_BUF;
-use super::{Shared, flag_set};
+use super::listen::UpstreamListener;
+use super::{Shared, flag_set, resolve};
 use crate::metrics::RefuseReason;
-use crate::snapshot::{Endpoint, Snapshot, Target, Upstream};
+use crate::snapshot::{Bind, Endpoint, Snapshot, Target, Upstream};
 use crate::tls::{self, ExpectedServer};
 
 /// At most this many endpoints are tried per accepted connection.
 pub(crate) const MAX_ATTEMPTS: usize = 3;
 
-type Addrs = Arc<Mutex<BTreeMap<(String, SocketAddr), SocketAddr>>>;
+type Addrs = Arc<Mutex<BTreeMap<(String, Bind), Bind>>>;
 
 pub(crate) fn spawn_listener(
-    listener: TcpListener,
+    listener: UpstreamListener,
     name: String,
-    bind: SocketAddr,
+    bind: Bind,
     shared: &Arc<Shared>,
     addrs: &Addrs,
 ) -> JoinHandle<()> {
-    if let Ok(actual) = listener.local_addr() {
+    if let Some(actual) = listener.local(&bind) {
         tracing::info!(upstream = %name, addr = %actual, "upstream listener bound");
         addrs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert((name.clone(), bind), actual);
+            .insert((name.clone(), bind.clone()), actual);
     }
-    tokio::spawn(accept_loop(listener, name, bind, shared.clone()))
+    listener.spawn(name, bind, shared.clone())
 }
 
 /// Follows snapshot changes: binds listeners for new upstreams, closes removed ones.
 pub(crate) async fn reconcile(
     shared: Arc<Shared>,
-    mut running: BTreeMap<(String, SocketAddr), JoinHandle<()>>,
+    mut running: BTreeMap<(String, Bind), JoinHandle<()>>,
     addrs: Addrs,
 ) {
     let mut snaps = shared.snapshots.clone();
@@ -61,10 +63,10 @@ pub(crate) async fn reconcile(
         let Some(snap) = shared.current() else {
             continue;
         };
-        let wanted: BTreeSet<(String, SocketAddr)> = snap
+        let wanted: BTreeSet<(String, Bind)> = snap
             .upstreams
             .iter()
-            .map(|u| (u.name.clone(), u.bind))
+            .map(|u| (u.name.clone(), u.bind.clone()))
             .collect();
         running.retain(|key, handle| {
             let keep = wanted.contains(key);
@@ -82,9 +84,9 @@ pub(crate) async fn reconcile(
             if running.contains_key(&key) {
                 continue;
             }
-            match TcpListener::bind(key.1).await {
+            match UpstreamListener::bind(&key.0, &key.1).await {
                 Ok(l) => {
-                    let h = spawn_listener(l, key.0.clone(), key.1, &shared, &addrs);
+                    let h = spawn_listener(l, key.0.clone(), key.1.clone(), &shared, &addrs);
                     running.insert(key, h);
                 }
                 Err(e) => {
@@ -93,12 +95,19 @@ pub(crate) async fn reconcile(
             }
         }
     }
+    // Wait for the listeners to be gone (unix socket files removed) before returning.
     for (_, h) in running {
         h.abort();
+        let _ = h.await;
     }
 }
 
-async fn accept_loop(listener: TcpListener, name: String, bind: SocketAddr, shared: Arc<Shared>) {
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    name: String,
+    bind: Bind,
+    shared: Arc<Shared>,
+) {
     let mut stop = shared.stop.clone();
     loop {
         tokio::select! {
@@ -106,7 +115,7 @@ async fn accept_loop(listener: TcpListener, name: String, bind: SocketAddr, shar
             accepted = listener.accept() => match accepted {
                 Ok((tcp, _)) => {
                     let _ = tcp.set_nodelay(true);
-                    tokio::spawn(handle(tcp, name.clone(), bind, shared.clone()));
+                    tokio::spawn(handle(tcp, name.clone(), bind.clone(), shared.clone()));
                 }
                 Err(e) => {
                     tracing::warn!(upstream = %name, error = %e, "upstream accept failed");
@@ -131,13 +140,18 @@ pub(crate) fn candidates(up: &Upstream, start: usize) -> Vec<(&Target, &Endpoint
     out
 }
 
-async fn handle(mut tcp: TcpStream, name: String, bind: SocketAddr, shared: Arc<Shared>) {
+/// Serves one connection accepted by upstream `name`'s listener at `bind`, whatever the client
+/// stream's type (TCP or unix socket).
+pub(crate) async fn handle<S>(mut tcp: S, name: String, bind: Bind, shared: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
     let _guard = shared.track();
     shared.metrics.accepted(false);
     let Some(snap) = shared.current() else {
         return;
     };
-    let Some(up) = snap.upstream_at(&name, bind) else {
+    let Some(up) = snap.upstream_at(&name, &bind) else {
         let _ = tcp.shutdown().await;
         return;
     };
@@ -148,13 +162,15 @@ async fn handle(mut tcp: TcpStream, name: String, bind: SocketAddr, shared: Arc<
 /// Serves one accepted local connection for upstream `up` (from an upstream listener or the
 /// transparent listener): tries `cands` in order over mTLS, each attempt bounded by the
 /// upstream's connect timeout, then splices bytes; closes the connection when none answers.
-pub(crate) async fn serve(
-    mut tcp: TcpStream,
+pub(crate) async fn serve<C>(
+    mut tcp: C,
     shared: &Shared,
     snap: &Snapshot,
     up: &Upstream,
     cands: &[(&Target, &Endpoint)],
-) {
+) where
+    C: AsyncRead + AsyncWrite + Unpin + Send,
+{
     let name = &up.name;
     let timeout = snap
         .knobs
@@ -186,8 +202,9 @@ pub(crate) async fn serve(
 }
 
 /// Copies bytes both ways until either side ends or the data plane is killed.
-pub(crate) async fn splice<S>(shared: &Shared, tcp: &mut TcpStream, remote: &mut S)
+pub(crate) async fn splice<C, S>(shared: &Shared, tcp: &mut C, remote: &mut S)
 where
+    C: AsyncRead + AsyncWrite + Unpin,
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let mut kill = shared.kill.clone();
@@ -214,10 +231,7 @@ async fn dial(
     let config = tls::outbound(&snap.leaf, &snap.roots, expected).map_err(|e| e.to_string())?;
     #[cfg(feature = "sabotage")]
     let config = snap.sabotage.outbound_tls(config, &snap.roots);
-    let tcp = TcpStream::connect((ep.host.as_str(), ep.port))
-        .await
-        .map_err(|e| format!("connect {}:{}: {e}", ep.host, ep.port))?;
-    let _ = tcp.set_nodelay(true);
+    let tcp = connect(ep).await?;
     let sni = format!(
         "{}.{}.{}.internal.{}",
         target.service, target.namespace, target.datacenter, snap.roots.trust_domain
@@ -229,6 +243,29 @@ async fn dial(
         .connect(name, tcp)
         .await
         .map_err(|e| format!("TLS: {e}"))
+}
+
+/// TCP to the endpoint: its host resolved now (IP literals as is), each address tried in order.
+async fn connect(ep: &Endpoint) -> Result<TcpStream, String> {
+    let addrs = resolve::resolve(&ep.host, ep.port)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut errors = Vec::new();
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(tcp) => {
+                let _ = tcp.set_nodelay(true);
+                return Ok(tcp);
+            }
+            Err(e) => errors.push(format!("{addr}: {e}")),
+        }
+    }
+    Err(format!(
+        "connect {}:{}: {}",
+        ep.host,
+        ep.port,
+        errors.join("; ")
+    ))
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
 //! The sabotage context every [`Snapshot`] carries for the data plane, and what the data plane's
 //! hooks ask it: the snapshot to serve from (fail closed / fail open while the agent is down),
 //! the peer identity (CN, any trusted certificate), the connection's decision (via the agent, or
-//! the first L7 request's), open-connection supervision and the TLS configs.
+//! the first L7 request's), open-connection supervision, the TLS configs, and (asked by the
+//! control plane while assembling) which endpoints the snapshot keeps.
 
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
 use rustls::ClientConfig;
@@ -13,9 +15,10 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::{Sabotage, Sabotages, agent, tls};
 use crate::agent::AgentClient;
+use crate::agent::types::AgentProxy;
 use crate::authz::{Decision, DefaultPolicy, IntentionSet};
 use crate::dataplane::flag_set;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Endpoint, LocalApp, Snapshot};
 use crate::spiffe::{ServiceId, service_id_of_cert};
 use crate::tls::{InboundTls, TlsError, TrustRoots};
 
@@ -143,6 +146,29 @@ impl Hooks {
         snap: &Snapshot,
     ) -> Result<InboundTls, TlsError> {
         tls::inbound(tls, snap, self.set)
+    }
+
+    /// `reject-hostname-endpoints`: only the endpoints whose host parses as an IP address.
+    pub(crate) fn endpoints(&self, endpoints: Vec<Endpoint>) -> Vec<Endpoint> {
+        if !self.has(Sabotage::RejectHostnameEndpoints) {
+            return endpoints;
+        }
+        endpoints
+            .into_iter()
+            .filter(|e| e.host.parse::<IpAddr>().is_ok())
+            .collect()
+    }
+
+    /// `ignore-app-socket`: the local app as a proxy without socket support sees it.
+    pub(crate) fn local_app(&self, app: LocalApp, proxy: &AgentProxy) -> LocalApp {
+        if !self.has(Sabotage::IgnoreAppSocket) {
+            return app;
+        }
+        let ip = proxy
+            .local_service_address
+            .parse()
+            .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+        LocalApp::Tcp(std::net::SocketAddr::new(ip, proxy.local_service_port))
     }
 
     /// Outbound TLS with `no-client-cert` / `skip-upstream-identity`.

@@ -1,9 +1,10 @@
 //! Sabotage tests: the fixed names, the set, the `--sabotage` flag; the behaviours themselves
-//! against the reference in `tests/` (authorization, data plane, agent usage).
+//! against the reference in `tests/` (authorization, data plane, agent usage, endpoints).
 
 mod agent;
 mod authz;
 mod dataplane;
+mod endpoints;
 mod outbound;
 mod transparent;
 
@@ -11,7 +12,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 29] = [
+const CATALOGUE: [&str; 31] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -41,6 +42,8 @@ const CATALOGUE: [&str; 29] = [
     "ignore-token-file",
     "ignore-original-dst",
     "forward-unknown",
+    "reject-hostname-endpoints",
+    "ignore-app-socket",
 ];
 
 #[test]

@@ -106,7 +106,8 @@ fn upstreams_are_validated() {
         "DestinationServiceName":"db","Upstreams":[
             {"DestinationName":"cache","LocalBindPort":9191},
             {"DestinationType":"prepared_query","DestinationName":"q","LocalBindPort":9192},
-            {"DestinationName":"nosock","LocalBindSocketPath":"/tmp/s"},
+            {"DestinationName":"sock","LocalBindSocketPath":"/tmp/s","LocalBindSocketMode":"0660"},
+            {"DestinationName":"noport"},
             {"DestinationName":"other","Datacenter":"dc2","LocalBindAddress":"127.0.0.2","LocalBindPort":9193}]}}))
     .unwrap();
     let specs = upstream_specs(&svc);
@@ -118,6 +119,11 @@ fn upstreams_are_validated() {
         got,
         [
             ("cache".into(), String::new(), "127.0.0.1:9191".into()),
+            (
+                "sock".into(),
+                String::new(),
+                "unix:/tmp/s (mode 0660)".into()
+            ),
             ("other".into(), "dc2".into(), "127.0.0.2:9193".into())
         ]
     );
