@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 
 use self::assemble::{ChainKey, HealthKey, State, targets_for, upstream_specs};
 pub use self::client::{AgentClient, Blocking, REQUEST_TIMEOUT, http_timeout, normalize_addr};
+pub(crate) use self::client::seg;
 use self::types::{AgentService, CaRoots, CompiledChain, HealthEntry, LeafCert};
 use crate::authz::{DefaultPolicy, Intention, IntentionSet};
 use crate::metrics::Metrics;

@@ -17,6 +17,7 @@ pub mod dataplane;
 pub mod knobs;
 pub mod metrics;
 pub mod proxy;
+pub mod redirect;
 #[cfg(feature = "sabotage")]
 pub mod sabotage;
 pub mod snapshot;
@@ -30,6 +31,7 @@ pub use dataplane::{DataPlane, DataPlaneError, RunningDataPlane, SnapshotRx};
 pub use knobs::{Knobs, Protocol};
 pub use metrics::Metrics;
 pub use proxy::{Proxy, ProxyError, RunningProxy};
+pub use redirect::{RedirectConfig, RedirectError};
 pub use snapshot::{Endpoint, Snapshot, Target, Upstream};
 pub use tls::{Leaf, TrustRoots};
 
