@@ -10,10 +10,10 @@ use clap::Parser;
 use reqwest::Method;
 use serde_json::Value;
 
+use super::RedirectError;
 use super::config::{Cidr, DEFAULT_OUTBOUND_PORT, Exclusions, RedirectConfig};
 use super::exec::{Iptables, apply, remove};
 use super::rules::{remove_plan, render, rules};
-use super::RedirectError;
 use crate::agent::{AgentClient, AgentError, REQUEST_TIMEOUT, seg};
 use crate::cli::{Env, normalize_args_for, resolve_token};
 
@@ -149,7 +149,9 @@ pub fn run(
         Err(e) => {
             let text = e.render().to_string();
             return if e.use_stderr() {
-                let _ = write!(stderr, "{text}");
+                // One line: clap's first (`error: ...`), without the usage block.
+                let first = text.lines().next().unwrap_or("error: bad arguments");
+                let _ = writeln!(stderr, "{first} (see -help)");
                 1
             } else {
                 let _ = write!(stdout, "{text}");

@@ -148,7 +148,8 @@ impl RedirectConfig {
                 reg.id
             )));
         };
-        let config_err = |e: String| RedirectError::BadRegistration(format!("failed parsing Proxy.Config: {e}"));
+        let config_err =
+            |e: String| RedirectError::BadRegistration(format!("failed parsing Proxy.Config: {e}"));
         let mut inbound_port = reg.port;
         if let Some(bind) = weak_port(&proxy.config, "bind_port").map_err(config_err)? {
             inbound_port = bind;
@@ -204,12 +205,15 @@ impl RedirectConfig {
             ));
         }
         if self.outbound_port == 0 {
-            return Err(RedirectError::BadFlag("the outbound port cannot be 0".into()));
+            return Err(RedirectError::BadFlag(
+                "the outbound port cannot be 0".into(),
+            ));
         }
         if let Some(c) = &self.comment {
             let ok = !c.is_empty()
                 && c.len() <= 200
-                && c.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:/-".contains(&b));
+                && c.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._:/-".contains(&b));
             if !ok {
                 return Err(RedirectError::BadFlag(format!(
                     "invalid comment {c:?}: use 1 to 200 letters, digits or ._:/-"
@@ -228,7 +232,9 @@ fn weak_port(config: &Map<String, Value>, key: &str) -> Result<Option<u16>, Stri
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_u64() {
             Some(0) => Ok(None),
-            Some(p) => u16::try_from(p).map(Some).map_err(|_| bad(&Value::Number(n.clone()))),
+            Some(p) => u16::try_from(p)
+                .map(Some)
+                .map_err(|_| bad(&Value::Number(n.clone()))),
             None => Err(bad(&Value::Number(n.clone()))),
         },
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),

@@ -197,37 +197,20 @@ pub fn apply(config: &RedirectConfig, iptables: &Iptables) -> Result<Applied, Re
 pub fn remove(iptables: &Iptables) -> Result<Removed, RedirectError> {
     let lines = iptables.list()?;
     let mut done = Removed::default();
-    // Per chain, delete from the last rule up so rule numbers stay valid.
-    let mut numbered: Vec<(String, usize, Vec<String>)> = Vec::new();
-    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for line in &lines {
-        let tokens: Vec<&str> = line.split_whitespace().collect();
+        let tokens = split_spec(line);
         let [flag, chain, rest @ ..] = tokens.as_slice() else {
             continue;
         };
-        if *flag != "-A" {
+        if flag != "-A" || OWN_CHAINS.contains(&chain.as_str()) || !jumps_to_own_chain(rest) {
             continue;
         }
-        let n = counts.entry((*chain).to_owned()).or_default();
-        *n += 1;
-        if OWN_CHAINS.contains(chain) || !jumps_to_own_chain(rest) {
-            continue;
-        }
-        // A rule spec with quotes (a comment with spaces) is deleted by number instead.
-        let spec = if line.contains('"') {
-            vec![n.to_string()]
-        } else {
-            rest.iter().map(|s| (*s).to_owned()).collect()
-        };
-        numbered.push(((*chain).to_owned(), *n, spec));
-    }
-    numbered.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-    for (chain, _, spec) in numbered {
+        // By specification, not number: right even if the chain changes meanwhile.
         let rule = Rule {
             table: TABLE,
             op: Op::Delete,
-            chain,
-            args: spec,
+            chain: chain.clone(),
+            args: rest.to_vec(),
         };
         iptables.run(&rule.argv())?;
         done.jumps_deleted += 1;
@@ -263,7 +246,44 @@ fn chains(lines: &[String]) -> BTreeSet<String> {
 }
 
 /// Whether a rule spec's target (`-j` or `-g`) is one of the own chains.
-fn jumps_to_own_chain(spec: &[&str]) -> bool {
+fn jumps_to_own_chain(spec: &[String]) -> bool {
     spec.windows(2)
-        .any(|w| (w[0] == "-j" || w[0] == "-g") && OWN_CHAINS.contains(&w[1]))
+        .any(|w| (w[0] == "-j" || w[0] == "-g") && OWN_CHAINS.contains(&w[1].as_str()))
+}
+
+/// Splits an `iptables -S` line into arguments: whitespace-separated, `"..."` quoted with `\`
+/// escapes (how iptables prints a comment with spaces).
+pub(super) fn split_spec(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_token = false;
+    let mut quoted = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                in_token = true;
+            }
+            '\\' if quoted => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            c if c.is_whitespace() && !quoted => {
+                if in_token {
+                    out.push(std::mem::take(&mut cur));
+                    in_token = false;
+                }
+            }
+            c => {
+                cur.push(c);
+                in_token = true;
+            }
+        }
+    }
+    if in_token {
+        out.push(cur);
+    }
+    out
 }

@@ -133,7 +133,11 @@ pub fn rules(config: &RedirectConfig) -> Vec<Rule> {
         OUTPUT_REDIRECT_CHAIN,
         &["-p", "tcp", "-j", "REDIRECT", "--to-port", &outbound],
     ));
-    out.push(rule(Op::Append, "OUTPUT", &["-p", "tcp", "-j", OUTPUT_CHAIN]));
+    out.push(rule(
+        Op::Append,
+        "OUTPUT",
+        &["-p", "tcp", "-j", OUTPUT_CHAIN],
+    ));
     out.push(rule(
         Op::Append,
         OUTPUT_CHAIN,
@@ -144,7 +148,11 @@ pub fn rules(config: &RedirectConfig) -> Vec<Rule> {
         OUTPUT_CHAIN,
         &["-d", "127.0.0.1/32", "-j", "RETURN"],
     ));
-    out.push(rule(Op::Append, OUTPUT_CHAIN, &["-j", OUTPUT_REDIRECT_CHAIN]));
+    out.push(rule(
+        Op::Append,
+        OUTPUT_CHAIN,
+        &["-j", OUTPUT_REDIRECT_CHAIN],
+    ));
     for port in &config.exclude.outbound_ports {
         let port = port.to_string();
         out.push(rule(
@@ -155,7 +163,11 @@ pub fn rules(config: &RedirectConfig) -> Vec<Rule> {
     }
     for cidr in config.exclude.outbound_cidrs.iter().filter(|c| c.is_ipv4()) {
         let cidr = cidr.to_string();
-        out.push(rule(Op::Insert, OUTPUT_CHAIN, &["-d", &cidr, "-j", "RETURN"]));
+        out.push(rule(
+            Op::Insert,
+            OUTPUT_CHAIN,
+            &["-d", &cidr, "-j", "RETURN"],
+        ));
     }
     for uid in &config.exclude.uids {
         let uid = uid.to_string();
@@ -198,10 +210,18 @@ pub fn rules(config: &RedirectConfig) -> Vec<Rule> {
 pub fn remove_plan() -> Vec<Rule> {
     let mut out = vec![
         Rule::new(Op::Delete, "OUTPUT", &["-p", "tcp", "-j", OUTPUT_CHAIN]),
-        Rule::new(Op::Delete, "PREROUTING", &["-p", "tcp", "-j", INBOUND_CHAIN]),
+        Rule::new(
+            Op::Delete,
+            "PREROUTING",
+            &["-p", "tcp", "-j", INBOUND_CHAIN],
+        ),
     ];
     out.extend(OWN_CHAINS.iter().map(|c| Rule::new(Op::Flush, c, &[])));
-    out.extend(OWN_CHAINS.iter().map(|c| Rule::new(Op::DeleteChain, c, &[])));
+    out.extend(
+        OWN_CHAINS
+            .iter()
+            .map(|c| Rule::new(Op::DeleteChain, c, &[])),
+    );
     out
 }
 

@@ -20,7 +20,9 @@ fn consul_base(outbound: u16) -> Vec<String> {
         "iptables -t nat -N CONSUL_PROXY_IN_REDIRECT",
         "iptables -t nat -N CONSUL_PROXY_OUTPUT",
         "iptables -t nat -N CONSUL_PROXY_REDIRECT",
-        &format!("iptables -t nat -A CONSUL_PROXY_REDIRECT -p tcp -j REDIRECT --to-port {outbound}"),
+        &format!(
+            "iptables -t nat -A CONSUL_PROXY_REDIRECT -p tcp -j REDIRECT --to-port {outbound}"
+        ),
         "iptables -t nat -A OUTPUT -p tcp -j CONSUL_PROXY_OUTPUT",
         "iptables -t nat -A CONSUL_PROXY_OUTPUT -m owner --uid-owner 123 -j RETURN",
         "iptables -t nat -A CONSUL_PROXY_OUTPUT -d 127.0.0.1/32 -j RETURN",
@@ -146,11 +148,16 @@ fn comment_tags_every_rule_but_chain_creation() {
     let config = full_config().with_comment("web-sidecar");
     config.validate().unwrap();
     for rule in rules(&config) {
-        let tagged = rule.to_string().ends_with(" -m comment --comment web-sidecar");
+        let tagged = rule
+            .to_string()
+            .ends_with(" -m comment --comment web-sidecar");
         assert_eq!(tagged, rule.op != Op::NewChain, "{rule}");
     }
     for bad in ["", "two words", "quote\"", "x".repeat(201).as_str()] {
-        let err = RedirectConfig::new(1, 2).with_comment(bad).validate().unwrap_err();
+        let err = RedirectConfig::new(1, 2)
+            .with_comment(bad)
+            .validate()
+            .unwrap_err();
         assert_eq!(err.kind(), "bad-flag", "{bad:?}");
     }
 }
@@ -191,14 +198,30 @@ fn remove_plan_undoes_the_jumps_then_the_chains() {
 
 #[test]
 fn cidrs_are_validated() {
-    for ok in ["10.0.0.0/8", "1.1.1.1", "0.0.0.0/0", "1.2.3.4/32", "::/0", "fd00::/8", "::1"] {
+    for ok in [
+        "10.0.0.0/8",
+        "1.1.1.1",
+        "0.0.0.0/0",
+        "1.2.3.4/32",
+        "::/0",
+        "fd00::/8",
+        "::1",
+    ] {
         let c: Cidr = ok.parse().unwrap_or_else(|e| panic!("{ok}: {e}"));
         assert_eq!(c.to_string(), ok);
     }
     assert!(!"fd00::/8".parse::<Cidr>().unwrap().is_ipv4());
     for bad in [
-        "", "10.0.0.0/33", "::/129", "10.0.0/8", "10.0.0.0/", "10.0.0.0/+8", "10.0.0.0/8/8",
-        "host.example", "10.0.0.0/-1", " 10.0.0.0/8",
+        "",
+        "10.0.0.0/33",
+        "::/129",
+        "10.0.0/8",
+        "10.0.0.0/",
+        "10.0.0.0/+8",
+        "10.0.0.0/8/8",
+        "host.example",
+        "10.0.0.0/-1",
+        " 10.0.0.0/8",
     ] {
         let err = bad.parse::<Cidr>().unwrap_err();
         assert_eq!(err.kind(), "bad-flag", "{bad:?}");
@@ -214,11 +237,16 @@ fn sidecar(proxy: serde_json::Value) -> serde_json::Value {
 #[test]
 fn ports_from_a_transparent_registration() {
     // As the agent returns it (reference §8 example).
-    let svc = sidecar(json!({"DestinationServiceName": "web", "Mode": "transparent",
+    let svc = sidecar(
+        json!({"DestinationServiceName": "web", "Mode": "transparent",
         "TransparentProxy": {"OutboundListenerPort": 15002}, "Config": {"protocol": "http"},
-        "MeshGateway": {}, "Expose": {}}));
+        "MeshGateway": {}, "Expose": {}}),
+    );
     let c = RedirectConfig::from_registration(&svc, 5995, Exclusions::default()).unwrap();
-    assert_eq!(c, RedirectConfig::new(5995, 21000).with_outbound_port(15002));
+    assert_eq!(
+        c,
+        RedirectConfig::new(5995, 21000).with_outbound_port(15002)
+    );
 }
 
 #[test]
@@ -247,7 +275,10 @@ fn bind_port_overrides_port_weakly_decoded() {
         let svc = sidecar(json!({"Config": {"bind_port": bad}}));
         let err = RedirectConfig::from_registration(&svc, 1, Exclusions::default()).unwrap_err();
         assert_eq!(err.kind(), "bad-registration");
-        assert!(err.to_string().starts_with("failed parsing Proxy.Config:"), "{err}");
+        assert!(
+            err.to_string().starts_with("failed parsing Proxy.Config:"),
+            "{err}"
+        );
     }
 }
 
@@ -267,7 +298,10 @@ fn metrics_stats_and_expose_ports_are_excluded_from_inbound() {
         uids: vec![7],
     };
     let c = RedirectConfig::from_registration(&svc, 1, extra.clone()).unwrap();
-    assert_eq!(c.exclude.inbound_ports, [9100, 9101, 9102, 21500, 21501, 22]);
+    assert_eq!(
+        c.exclude.inbound_ports,
+        [9100, 9101, 9102, 21500, 21501, 22]
+    );
     assert_eq!(c.exclude.outbound_ports, extra.outbound_ports);
     assert_eq!(c.exclude.outbound_cidrs, extra.outbound_cidrs);
     assert_eq!(c.exclude.uids, extra.uids);
@@ -280,7 +314,8 @@ fn metrics_stats_and_expose_ports_are_excluded_from_inbound() {
         let svc = sidecar(json!({"Config": {"metrics_bind_addr": bad}}));
         let err = RedirectConfig::from_registration(&svc, 1, Exclusions::default()).unwrap_err();
         assert!(
-            err.to_string().starts_with("failed parsing host and port from metrics_bind_addr"),
+            err.to_string()
+                .starts_with("failed parsing host and port from metrics_bind_addr"),
             "{bad}: {err}"
         );
     }
@@ -296,7 +331,10 @@ fn non_proxies_and_missing_ports_are_refused() {
     let socket = json!({"Kind": "connect-proxy", "ID": "s", "Port": 0, "Proxy": {}});
     let err = RedirectConfig::from_registration(&socket, 1, Exclusions::default()).unwrap_err();
     assert_eq!(err.kind(), "bad-registration");
-    assert!(err.to_string().contains("ProxyInboundPort is required"), "{err}");
+    assert!(
+        err.to_string().contains("ProxyInboundPort is required"),
+        "{err}"
+    );
 
     let garbage = json!({"Port": "x"});
     let err = RedirectConfig::from_registration(&garbage, 1, Exclusions::default()).unwrap_err();
@@ -324,13 +362,20 @@ fn error_kinds_are_stable() {
             status: Some(2),
             stderr: String::new(),
         },
-        RedirectError::Agent(crate::AgentError::Timeout),
+        RedirectError::Agent(AgentError::Timeout),
         RedirectError::BadRegistration(String::new()),
         RedirectError::BadFlag(String::new()),
     ];
     let kinds: Vec<&str> = errors.iter().map(RedirectError::kind).collect();
     assert_eq!(
         kinds,
-        ["not-installed", "not-permitted", "failed", "agent", "bad-registration", "bad-flag"]
+        [
+            "not-installed",
+            "not-permitted",
+            "failed",
+            "agent",
+            "bad-registration",
+            "bad-flag"
+        ]
     );
 }
