@@ -230,8 +230,10 @@ fn cidrs_are_validated() {
 }
 
 fn sidecar(proxy: serde_json::Value) -> serde_json::Value {
-    json!({"Kind": "connect-proxy", "ID": "web-sidecar-proxy", "Service": "web-sidecar-proxy",
-           "Port": 21000, "Proxy": proxy})
+    let mut svc = json!({"Kind": "connect-proxy", "ID": "web-sidecar-proxy",
+                         "Service": "web-sidecar-proxy", "Port": 21000});
+    svc["Proxy"] = proxy;
+    svc
 }
 
 #[test]
