@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use self::assemble::{ChainKey, HealthKey, State, targets_for, upstream_specs};
+pub(crate) use self::client::seg;
 pub use self::client::{AgentClient, Blocking, REQUEST_TIMEOUT, http_timeout, normalize_addr};
 use self::types::{AgentService, CaRoots, CompiledChain, HealthEntry, LeafCert};
 use crate::authz::{DefaultPolicy, Intention, IntentionSet};

@@ -143,6 +143,15 @@ pub struct Settings {
 
 /// Rewrites `-flag` / `-flag=v` to `--flag` / `--flag=v` for the known long flags.
 pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    normalize_args_for(args, &LONG_FLAGS)
+}
+
+/// Rewrites `-flag` / `-flag=v` to `--flag` / `--flag=v` for each name in `long_flags` (the
+/// first argument, the program name, is left alone), so Go-style single-dash flags reach clap.
+pub fn normalize_args_for(
+    args: impl IntoIterator<Item = OsString>,
+    long_flags: &[&str],
+) -> Vec<OsString> {
     args.into_iter()
         .enumerate()
         .map(|(i, a)| {
@@ -153,7 +162,7 @@ pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
                 return a;
             };
             let name = rest.split('=').next().unwrap_or(rest);
-            if LONG_FLAGS.contains(&name) {
+            if long_flags.contains(&name) {
                 OsString::from(format!("-{s}"))
             } else {
                 a
@@ -162,28 +171,38 @@ pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
         .collect()
 }
 
+/// Consul's token precedence: `-token-file` > `-token` > `CONSUL_HTTP_TOKEN_FILE` >
+/// `CONSUL_HTTP_TOKEN`; a file's content is trimmed; empty means none.
+pub fn resolve_token(
+    token: Option<&str>,
+    token_file: Option<&str>,
+    env: &Env,
+) -> Result<Option<String>, CliError> {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .map(|t| t.trim().to_owned())
+            .map_err(|source| CliError::TokenFile {
+                path: path.to_owned(),
+                source,
+            })
+    };
+    let token = if let Some(f) = token_file {
+        Some(read(f)?)
+    } else if let Some(t) = token {
+        Some(t.to_owned())
+    } else if let Some(f) = &env.token_file {
+        Some(read(f)?)
+    } else {
+        env.token.clone()
+    };
+    Ok(token.filter(|t| !t.is_empty()))
+}
+
 impl Cli {
     /// Resolves against `env`: `-token-file` > `-token` > `CONSUL_HTTP_TOKEN_FILE` >
     /// `CONSUL_HTTP_TOKEN`; flags over env for the address and target.
     pub fn settings(&self, env: &Env) -> Result<Settings, CliError> {
-        let read = |path: &str| {
-            std::fs::read_to_string(path)
-                .map(|t| t.trim().to_owned())
-                .map_err(|source| CliError::TokenFile {
-                    path: path.to_owned(),
-                    source,
-                })
-        };
-        let token = if let Some(f) = &self.token_file {
-            Some(read(f)?)
-        } else if let Some(t) = &self.token {
-            Some(t.clone())
-        } else if let Some(f) = &env.token_file {
-            Some(read(f)?)
-        } else {
-            env.token.clone()
-        }
-        .filter(|t| !t.is_empty());
+        let token = resolve_token(self.token.as_deref(), self.token_file.as_deref(), env)?;
         let proxy_id = self.proxy_id.clone().or_else(|| env.proxy_id.clone());
         let sidecar_for = self.sidecar_for.clone().or_else(|| env.sidecar_for.clone());
         let target = match (proxy_id, sidecar_for) {

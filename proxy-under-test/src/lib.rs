@@ -18,6 +18,7 @@ pub mod dataplane;
 pub mod knobs;
 pub mod metrics;
 pub mod proxy;
+pub mod redirect;
 #[cfg(feature = "sabotage")]
 pub mod sabotage;
 pub mod snapshot;
@@ -31,6 +32,7 @@ pub use dataplane::{DataPlane, DataPlaneError, RunningDataPlane, SnapshotRx, Uni
 pub use knobs::{Knobs, Protocol};
 pub use metrics::Metrics;
 pub use proxy::{Proxy, ProxyError, RunningProxy};
+pub use redirect::{RedirectConfig, RedirectError};
 pub use snapshot::{Bind, Endpoint, LocalApp, Snapshot, Target, Transparent, Upstream};
 pub use tls::{Leaf, TrustRoots};
 

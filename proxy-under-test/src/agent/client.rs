@@ -57,7 +57,7 @@ pub fn normalize_addr(addr: &str) -> Result<String, AgentError> {
 }
 
 /// Encodes one path segment (service names and IDs are plain, but be safe).
-fn seg(s: &str) -> String {
+pub(crate) fn seg(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
