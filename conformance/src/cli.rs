@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use self::reference::reference_proxy;
+pub use self::reference::{redirect_traffic, reference_proxy};
 pub use self::run::{list, run};
 use crate::error::Error;
 
@@ -46,6 +46,11 @@ pub enum Command {
     /// Run the bundled reference proxy in-process (used by the default manifest).
     #[command(hide = true, name = "reference-proxy")]
     ReferenceProxy(ReferenceArgs),
+    /// Install (or with -remove, delete) the transparent-proxy iptables rules for a sidecar:
+    /// the bundled `redirect-traffic`, run as root before the proxy starts. Its own flags
+    /// follow; `conformance redirect-traffic -help` lists them.
+    #[command(name = "redirect-traffic", disable_help_flag = true)]
+    RedirectTraffic(ReferenceArgs),
 }
 
 /// `conformance run`.
@@ -116,10 +121,10 @@ pub struct GateArgs {
     pub profile: String,
 }
 
-/// `conformance reference-proxy ...` (the reference proxy's own flags).
+/// `conformance reference-proxy ...` / `conformance redirect-traffic ...` (their own flags).
 #[derive(Debug, Args)]
 pub struct ReferenceArgs {
-    /// Passed to the reference proxy.
+    /// Passed to the bundled program.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,
 }
@@ -131,6 +136,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::List(a) => list(&a),
         Command::Gate(a) => gate(&a),
         Command::ReferenceProxy(a) => return reference_proxy(a.args),
+        Command::RedirectTraffic(a) => return redirect_traffic(a.args),
     };
     match result {
         Ok(code) => code,

@@ -1,7 +1,8 @@
-//! `conformance reference-proxy ARGS...`: the bundled reference proxy (`proxy-under-test`),
-//! run in-process through its own command-line entry point, so `conformance run` needs no second
-//! binary. Its flags, environment handling and SIGTERM/Ctrl-C behaviour are the proxy's own.
-//! (`--sabotage` exists only in test builds, where the `sabotage` feature is on.)
+//! `conformance reference-proxy ARGS...` and `conformance redirect-traffic ARGS...`: the
+//! bundled reference proxy (`proxy-under-test`) and its redirect step, run in-process through
+//! their own command-line entry points, so `conformance run` needs no second binary. Flags,
+//! environment handling and signals are theirs. (`--sabotage` exists only in test builds, where
+//! the `sabotage` feature is on.)
 
 use std::process::ExitCode;
 
@@ -17,4 +18,14 @@ pub fn reference_proxy(args: Vec<String>) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Runs `redirect-traffic` with `args` (its flags, e.g. `-proxy-id db-sidecar-proxy
+/// -proxy-uid 5995`).
+pub fn redirect_traffic(args: Vec<String>) -> ExitCode {
+    let argv = std::iter::once("redirect-traffic".to_owned())
+        .chain(args)
+        .map(std::ffi::OsString::from);
+    let code = proxy_under_test::redirect::cli_main(argv);
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
