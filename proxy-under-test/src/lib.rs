@@ -8,6 +8,9 @@
 //! one local listener per upstream dialing healthy endpoints over mTLS.
 //!
 //! Knobs are read from the registration's `Proxy.Config`; see [`knobs`] for names and defaults.
+//!
+//! [`redirect`] is the separate, one-shot, privileged `redirect-traffic` command that installs
+//! the iptables rules of transparent proxying (the proxy itself stays unprivileged).
 #![forbid(unsafe_code)]
 
 pub mod agent;
