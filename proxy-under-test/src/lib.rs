@@ -9,6 +9,9 @@
 //! outbound listener mapping redirected connections to upstreams by their original destination.
 //!
 //! Knobs are read from the registration's `Proxy.Config`; see [`knobs`] for names and defaults.
+//!
+//! [`redirect`] is the separate, one-shot, privileged `redirect-traffic` command that installs
+//! the iptables rules of transparent proxying (the proxy itself stays unprivileged).
 #![forbid(unsafe_code)]
 
 pub mod agent;
