@@ -229,7 +229,7 @@ fn replay(e: &Scenario) -> Vec<(Vec<Rule>, Vec<Probe>)> {
                 Check::Inbound {
                     identity: Identity::Service { service },
                     outcome,
-                    via: crate::model::InboundVia::PublicListener,
+                    via: InboundVia::PublicListener,
                 } => probes.push((service.clone(), *outcome, x.within.clone())),
                 other => panic!("unexpected check {other:?}"),
             },
