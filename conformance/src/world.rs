@@ -217,22 +217,27 @@ impl World {
         addrs
     }
 
+    /// The placeholders every command template of this world may use.
+    fn vars(&self, exe: &Path) -> template::Vars {
+        [
+            ("proxy_id", play::PROXY_ID.to_owned()),
+            ("service", play::SERVICE.to_owned()),
+            ("agent_addr", self.sim.http_addr()),
+            ("token", self.token.clone()),
+            ("token_file", self.token_file.display().to_string()),
+            ("exe", exe.display().to_string()),
+        ]
+        .into_iter()
+        .collect()
+    }
+
     /// The proxy's command line and environment for this world.
     pub(crate) fn proxy_command(
         &self,
         manifest: &Manifest,
         exe: &Path,
     ) -> Result<ProxyCommand, Error> {
-        let vars: template::Vars = [
-            ("proxy_id", play::PROXY_ID.to_owned()),
-            ("service", play::SERVICE.to_owned()),
-            ("agent_addr", self.sim.http_addr()),
-            ("token", self.token.clone()),
-            ("token_file", self.token_file.display().to_string()),
-            ("exe", self.runnable_exe(exe)?.display().to_string()),
-        ]
-        .into_iter()
-        .collect();
+        let vars = self.vars(&self.runnable_exe(exe)?);
         let mut argv = template::render(&manifest.command, &vars)?;
         let mut env = vec![("CONSUL_HTTP_ADDR".to_owned(), self.sim.http_addr())];
         match (self.delivery, &manifest.token_file_args) {
@@ -281,18 +286,9 @@ impl World {
             Some(Tamper::RedirectWrongUid) => pod.uid() + 1,
             _ => pod.uid(),
         };
-        let vars: template::Vars = [
-            ("proxy_id", play::PROXY_ID.to_owned()),
-            ("service", play::SERVICE.to_owned()),
-            ("agent_addr", self.sim.http_addr()),
-            ("token", self.token.clone()),
-            ("token_file", self.token_file.display().to_string()),
-            ("exe", exe.display().to_string()),
-            ("proxy_uid", uid.to_string()),
-            ("app_port", self.app.addr.port().to_string()),
-        ]
-        .into_iter()
-        .collect();
+        let mut vars = self.vars(exe);
+        vars.insert("proxy_uid", uid.to_string());
+        vars.insert("app_port", self.app.addr.port().to_string());
         let mut argv = template::render(&manifest.transparent.redirect_command, &vars)?;
         if tamper == Some(Tamper::RedirectSkipInbound) {
             argv.push("-exclude-inbound-port".into());

@@ -99,13 +99,7 @@ pub(crate) async fn start(kind: AppKind, bind: AppBind) -> Result<App, Error> {
                 .map_err(|e| Error::io("open the app's unix socket to the proxy", e))?;
             let record = Arc::new(Record::default());
             let rec = record.clone();
-            let task = tokio::spawn(async move {
-                let mut conns = tokio::task::JoinSet::new();
-                while let Ok((stream, _)) = listener.accept().await {
-                    conns.spawn(serve(kind, stream, rec.clone()));
-                    while conns.try_join_next().is_some() {}
-                }
-            });
+            let task = tokio::spawn(accept_loop(kind, rec, listener));
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
             return Ok(App { addr, record, task });
         }
@@ -129,14 +123,37 @@ pub(crate) fn on_listener(kind: AppKind, listener: TcpListener) -> Result<App, E
     };
     let record = Arc::new(Record::default());
     let rec = record.clone();
-    let task = tokio::spawn(async move {
-        let mut conns = tokio::task::JoinSet::new();
-        while let Ok((stream, _)) = listener.accept().await {
-            conns.spawn(serve(kind, stream, rec.clone()));
-            while conns.try_join_next().is_some() {}
-        }
-    });
+    let task = tokio::spawn(accept_loop(kind, rec, listener));
     Ok(App { addr, record, task })
+}
+
+/// A TCP or unix listener, as the app serves it.
+trait Accept {
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    async fn next(&self) -> std::io::Result<Self::Stream>;
+}
+
+impl Accept for TcpListener {
+    type Stream = tokio::net::TcpStream;
+    async fn next(&self) -> std::io::Result<Self::Stream> {
+        self.accept().await.map(|(s, _)| s)
+    }
+}
+
+impl Accept for UnixListener {
+    type Stream = tokio::net::UnixStream;
+    async fn next(&self) -> std::io::Result<Self::Stream> {
+        self.accept().await.map(|(s, _)| s)
+    }
+}
+
+/// Serves every connection `listener` accepts until accepting fails.
+async fn accept_loop<L: Accept>(kind: AppKind, rec: Arc<Record>, listener: L) {
+    let mut conns = tokio::task::JoinSet::new();
+    while let Ok(stream) = listener.next().await {
+        conns.spawn(serve(kind, stream, rec.clone()));
+        while conns.try_join_next().is_some() {}
+    }
 }
 
 async fn serve<S>(kind: AppKind, stream: S, rec: Arc<Record>)

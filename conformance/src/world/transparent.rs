@@ -137,8 +137,8 @@ mod tests {
         let exe = dir.path().join("bin");
         std::fs::write(&exe, b"#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        // tempdir() is 0700: others cannot reach the file.
-        assert!(!others_can_run(&exe));
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(!others_can_run(&exe), "a 0700 directory hides the file");
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(others_can_run(&exe), others_can_run(dir.path()));
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o750)).unwrap();
