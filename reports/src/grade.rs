@@ -14,6 +14,12 @@ use crate::model::{
 /// unsupported but recorded no check (a harness bug: nothing was verified).
 pub const NO_CHECKS_ERROR_KIND: &str = "no_checks_recorded";
 
+/// The name of the check by which a runner says a `not-supported` scenario could not run *in
+/// this environment* (not root, a tool missing, ...), rather than for a feature the proxy does
+/// not declare. Such a scenario is not counted either, but its profile is at best `partial`: a
+/// claimed feature went unverified.
+pub const ENVIRONMENT_CHECK: &str = "environment";
+
 /// Why `Report::gate` refused a profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 pub struct GateFailure {
@@ -50,7 +56,7 @@ impl Report {
             .into_iter()
             .map(|profile| {
                 let scenarios = self.scenarios.iter().filter(|s| s.profile == profile);
-                profile_result(profile, scenarios.map(|s| s.verdict))
+                profile_result(profile, scenarios.map(|s| (s.verdict, environment_only(s))))
             })
             .collect();
     }
@@ -71,13 +77,20 @@ impl Report {
             .filter(|s| s.profile == profile)
             .map(|s| (s, scenario_verdict(s)))
             .collect();
-        let result = profile_result(profile, graded.iter().map(|(_, v)| *v));
+        let result = profile_result(
+            profile,
+            graded.iter().map(|(s, v)| (*v, environment_only(s))),
+        );
         if result.outcome == Outcome::Success {
             return Ok(());
         }
         let mut offenders: Vec<Offender> = graded
             .into_iter()
-            .filter(|(_, v)| !matches!(v, Verdict::Pass | Verdict::NotSupported))
+            .filter(|(s, v)| match v {
+                Verdict::Pass => false,
+                Verdict::NotSupported => environment_only(s),
+                _ => true,
+            })
             .map(|(s, verdict)| Offender {
                 id: s.id.clone(),
                 verdict,
@@ -172,16 +185,31 @@ fn is_vacuous(s: &ScenarioResult) -> bool {
         && !matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported)
 }
 
-fn profile_result(profile: Profile, verdicts: impl Iterator<Item = Verdict>) -> ProfileResult {
+/// Whether `s` is not supported only because the environment cannot run it.
+fn environment_only(s: &ScenarioResult) -> bool {
+    s.checks
+        .iter()
+        .any(|c| c.name == ENVIRONMENT_CHECK && c.verdict == Verdict::NotSupported)
+}
+
+/// A profile's outcome from its scenarios' `(verdict, not supported by the environment)`.
+fn profile_result(
+    profile: Profile,
+    verdicts: impl Iterator<Item = (Verdict, bool)>,
+) -> ProfileResult {
     let mut counts = Counts::default();
-    for v in verdicts {
+    let mut unverified = 0;
+    for (v, environment) in verdicts {
         counts.add(v);
+        if v == Verdict::NotSupported && environment {
+            unverified += 1;
+        }
     }
     let outcome = if counts.counted() == 0 {
         Outcome::NotRun
     } else if counts.fail + counts.error > 0 {
         Outcome::Failure
-    } else if counts.skipped + counts.non_strict > 0 {
+    } else if counts.skipped + counts.non_strict + unverified > 0 {
         Outcome::Partial
     } else {
         Outcome::Success

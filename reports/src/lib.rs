@@ -51,7 +51,7 @@ mod text;
 mod write;
 
 pub use self::error::ReportError;
-pub use self::grade::{GateFailure, NO_CHECKS_ERROR_KIND, Offender};
+pub use self::grade::{ENVIRONMENT_CHECK, GateFailure, NO_CHECKS_ERROR_KIND, Offender};
 pub use self::html::to_html;
 pub use self::json::to_json;
 pub use self::junit::to_junit;

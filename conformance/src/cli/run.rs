@@ -245,11 +245,16 @@ fn summarize(report: &Report, claimed: &[reports::Profile]) {
         );
     }
     for s in &report.scenarios {
-        if matches!(
-            s.verdict,
-            reports::Verdict::Pass | reports::Verdict::NotSupported
-        ) {
-            continue;
+        let here = s.checks.iter().find(|c| {
+            c.name == reports::ENVIRONMENT_CHECK && c.verdict == reports::Verdict::NotSupported
+        });
+        match (s.verdict, here) {
+            (reports::Verdict::NotSupported, Some(c)) => {
+                println!("  not-supported {}: {}", s.id, c.observed);
+                continue;
+            }
+            (reports::Verdict::Pass | reports::Verdict::NotSupported, _) => continue,
+            _ => {}
         }
         println!("  {} {}", s.verdict, s.id);
         if let Some(e) = &s.error {

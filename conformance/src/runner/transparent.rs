@@ -61,7 +61,7 @@ impl fmt::Display for Tamper {
 pub(super) fn not_supported_here(result: &mut ScenarioResult, why: &str) {
     result.mark_not_supported();
     result.checks.push(CheckResult::new(
-        "environment",
+        reports::ENVIRONMENT_CHECK,
         Requirement::Must,
         Verdict::NotSupported,
         "root, `ip`, `iptables` and network namespaces (transparent scenarios run in \

@@ -174,6 +174,52 @@ fn counts_tally_every_verdict() {
     assert_eq!(c, want);
 }
 
+/// A scenario the runner could not run in this environment.
+fn unsupported_here(id: &str, profile: Profile) -> ScenarioResult {
+    let mut s = ScenarioResult::new(id, "d", profile, vec![]);
+    s.mark_not_supported();
+    s.checks.push(CheckResult::new(
+        ENVIRONMENT_CHECK,
+        Must,
+        NotSupported,
+        "root",
+        "not supported by the environment: not root",
+    ));
+    s
+}
+
+#[test]
+fn scenarios_the_environment_cannot_run_leave_the_profile_partial() {
+    let r = report(vec![
+        graded_as("a-pass", Profile::Transparent, Pass),
+        graded_as("b-undeclared", Profile::Transparent, NotSupported),
+        unsupported_here("c-needs-root", Profile::Transparent),
+        graded_as("l7-pass", Profile::L7, Pass),
+        graded_as("l7-undeclared", Profile::L7, NotSupported),
+    ])
+    .graded();
+    let tp = r.profile(Profile::Transparent).unwrap();
+    assert_eq!(tp.outcome, Outcome::Partial);
+    assert_eq!((tp.counts.not_supported, tp.counts.counted()), (2, 1));
+    // A feature the proxy does not declare still leaves a profile successful.
+    assert_eq!(r.profile(Profile::L7).unwrap().outcome, Outcome::Success);
+    let gate = r.gate(Profile::Transparent).unwrap_err();
+    assert_eq!(gate.outcome, Outcome::Partial);
+    assert_eq!(
+        gate.offenders,
+        [Offender {
+            id: "c-needs-root".into(),
+            verdict: NotSupported
+        }]
+    );
+    // Nothing but environment-unsupported scenarios: not run.
+    let only = report(vec![unsupported_here("x", Profile::Transparent)]).graded();
+    assert_eq!(
+        only.profile(Profile::Transparent).unwrap().outcome,
+        Outcome::NotRun
+    );
+}
+
 #[test]
 fn gate_table() {
     let mixed = vec![

@@ -50,7 +50,8 @@ pub enum Requirement {
 pub enum Outcome {
     /// Every counted scenario passed.
     Success,
-    /// None failed or errored, but some were skipped or non-strict.
+    /// None failed or errored, but some were skipped, non-strict, or could not run in this
+    /// environment.
     Partial,
     /// At least one scenario failed or errored.
     Failure,
