@@ -66,7 +66,18 @@ pub enum CliError {
 #[command(
     name = "proxy-under-test",
     about = "Reference Consul Connect sidecar proxy (L4 + L7). Single-dash long flags (-proxy-id) work like Consul's.",
-    version
+    version,
+    after_help = "Transparent mode (Proxy.Mode = \"transparent\" in the registration): the proxy adds one \
+outbound listener on 127.0.0.1:<TransparentProxy.OutboundListenerPort> (default 15001) and maps each \
+connection's original destination (a service's virtual IP, or a known instance address) to an \
+upstream; unknown destinations are refused unless Proxy.Config.transparent_passthrough is true.\n\
+Setup: 1. register the sidecar; 2. as root, in the app's network namespace: \
+redirect-traffic -proxy-id <ID> -proxy-uid <UID> (see redirect-traffic -help); 3. start this proxy \
+as <UID>, e.g. setpriv --reuid <UID> --regid <UID> --clear-groups proxy-under-test -proxy-id <ID>. \
+The proxy itself needs no privilege.\n\
+Unix sockets: Proxy.LocalServiceSocketPath (the app) and Upstreams[].LocalBindSocketPath / \
+LocalBindSocketMode (an upstream exposed to the app) are honoured; instances registered with a \
+host name are resolved at every connection."
 )]
 pub struct Cli {
     /// The proxy's service ID (env CONNECT_PROXY_ID).
