@@ -3,6 +3,7 @@
 //! upstream listeners, new certificates, roots and intentions) and drains on shutdown. It never
 //! calls the agent.
 
+mod accept;
 mod inbound;
 mod l7;
 mod listen;

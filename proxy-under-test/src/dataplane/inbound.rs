@@ -47,22 +47,12 @@ pub(crate) enum End {
 }
 
 pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    let mut stop = shared.stop.clone();
-    loop {
-        tokio::select! {
-            _ = flag_set(&mut stop) => break,
-            accepted = listener.accept() => match accepted {
-                Ok((tcp, addr)) => {
-                    let _ = tcp.set_nodelay(true);
-                    tokio::spawn(handle(tcp, addr, shared.clone()));
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "inbound accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            },
-        }
-    }
+    let accept = || listener.accept();
+    super::accept::until_stop(&shared, "inbound", accept, |(tcp, addr): (TcpStream, _)| {
+        let _ = tcp.set_nodelay(true);
+        tokio::spawn(handle(tcp, addr, shared.clone()));
+    })
+    .await;
     tracing::info!("public listener closed");
 }
 

@@ -108,22 +108,13 @@ pub(crate) async fn accept_loop(
     bind: Bind,
     shared: Arc<Shared>,
 ) {
-    let mut stop = shared.stop.clone();
-    loop {
-        tokio::select! {
-            _ = flag_set(&mut stop) => break,
-            accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => {
-                    let _ = tcp.set_nodelay(true);
-                    tokio::spawn(handle(tcp, name.clone(), bind.clone(), shared.clone()));
-                }
-                Err(e) => {
-                    tracing::warn!(upstream = %name, error = %e, "upstream accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            },
-        }
-    }
+    let what = format!("upstream {name}");
+    let accept = || listener.accept();
+    super::accept::until_stop(&shared, &what, accept, |(tcp, _): (TcpStream, _)| {
+        let _ = tcp.set_nodelay(true);
+        tokio::spawn(handle(tcp, name.clone(), bind.clone(), shared.clone()));
+    })
+    .await;
 }
 
 /// Candidate (target, endpoint) pairs: the first target with endpoints, rotated round-robin,

@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 pub(crate) use self::route::Refusal;
 pub(crate) use self::route::{Route, route};
 use super::outbound::{self, MAX_ATTEMPTS, candidates};
-use super::{DataPlaneError, Shared, flag_set};
+use super::{DataPlaneError, Shared};
 use crate::metrics::RefuseReason;
 use crate::snapshot::{Endpoint, Snapshot, Target, Transparent};
 
@@ -76,22 +76,17 @@ async fn accept_loop(
     shared: Arc<Shared>,
     lookup: OriginalDstFn,
 ) {
-    let mut stop = shared.stop.clone();
-    loop {
-        tokio::select! {
-            _ = flag_set(&mut stop) => break,
-            accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => {
-                    let _ = tcp.set_nodelay(true);
-                    tokio::spawn(handle(tcp, addr, shared.clone(), lookup));
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "transparent accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-        }
-    }
+    let accept = || listener.accept();
+    super::accept::until_stop(
+        &shared,
+        "transparent",
+        accept,
+        |(tcp, _): (TcpStream, _)| {
+            let _ = tcp.set_nodelay(true);
+            tokio::spawn(handle(tcp, addr, shared.clone(), lookup));
+        },
+    )
+    .await;
     tracing::info!(%addr, "transparent outbound listener closed");
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tokio::net::UnixListener;
 
-use super::{Shared, flag_set, outbound};
+use super::{Shared, outbound};
 use crate::snapshot::Bind;
 
 /// Why a unix-socket upstream listener could not be created.
@@ -161,21 +161,17 @@ pub(crate) async fn accept_loop(
     bind: Bind,
     shared: Arc<Shared>,
 ) {
-    let mut stop = shared.stop.clone();
-    loop {
-        tokio::select! {
-            _ = flag_set(&mut stop) => break,
-            accepted = listener.listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    tokio::spawn(outbound::handle(stream, name.clone(), bind.clone(), shared.clone()));
-                }
-                Err(e) => {
-                    tracing::warn!(upstream = %name, error = %e, "upstream accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            },
-        }
-    }
+    let what = format!("upstream {name}");
+    let accept = || listener.listener.accept();
+    super::accept::until_stop(&shared, &what, accept, |(stream, _)| {
+        tokio::spawn(outbound::handle(
+            stream,
+            name.clone(),
+            bind.clone(),
+            shared.clone(),
+        ));
+    })
+    .await;
     tracing::info!(upstream = %name, %bind, "upstream socket listener closed");
 }
 
