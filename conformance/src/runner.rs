@@ -142,12 +142,6 @@ pub async fn run_scenario(cfg: &RunConfig, scenario: &Scenario) -> ScenarioResul
         return result;
     }
     let started = Instant::now();
-    let (id, description, p, features) = (
-        scenario.id.clone(),
-        scenario.description.clone(),
-        scenario.profile,
-        scenario.features.clone(),
-    );
     let seed = scenario_seed(cfg.seed, &scenario.id);
     let scenario = if scenario.generate.is_some() {
         result.seed = Some(seed);
@@ -168,6 +162,7 @@ pub async fn run_scenario(cfg: &RunConfig, scenario: &Scenario) -> ScenarioResul
         };
         let cfg = cfg.clone();
         let iptables = tools.iptables.clone();
+        let blank = result.clone();
         let in_pod = crate::netns::run_in_pod(tools, move |node| async move {
             let r = play(
                 &cfg,
@@ -178,31 +173,24 @@ pub async fn run_scenario(cfg: &RunConfig, scenario: &Scenario) -> ScenarioResul
                 Some((node, iptables)),
             )
             .await;
-            (result, r)
+            finish(result, r, started)
         })
         .await;
-        return match in_pod {
-            Ok((mut result, r)) => finish(&mut result, r, started),
-            Err(e) => harness_error(
-                ScenarioResult::new(&id, &description, profile(p), features),
-                &e,
-                started,
-            ),
-        };
+        return in_pod.unwrap_or_else(|e| harness_error(blank, &e, started));
     }
     let r = play(cfg, &scenario, seed, started, &mut result, None).await;
-    finish(&mut result, r, started)
+    finish(result, r, started)
 }
 
-fn finish(result: &mut ScenarioResult, r: Result<(), Error>, started: Instant) -> ScenarioResult {
-    if let Err(e) = r {
-        result.error = Some(ErrorInfo::new(e.kind(), e.to_string()));
+/// A played scenario's result, with its harness error (if any) and its duration.
+fn finish(mut result: ScenarioResult, r: Result<(), Error>, started: Instant) -> ScenarioResult {
+    match r {
+        Ok(()) => {
+            result.duration_ms = ms(started.elapsed());
+            result
+        }
+        Err(e) => harness_error(result, &e, started),
     }
-    result.duration_ms = ms(started.elapsed());
-    std::mem::replace(
-        result,
-        ScenarioResult::new("", "", reports::Profile::Core, Vec::new()),
-    )
 }
 
 fn harness_error(mut result: ScenarioResult, e: &Error, started: Instant) -> ScenarioResult {

@@ -100,7 +100,7 @@ impl Exec<'_> {
                 let to = match via {
                     UpstreamVia::Listener => self.world.upstream_addr(upstream),
                     UpstreamVia::VirtualIp => match self.virtual_ip_target(upstream) {
-                        Ok(to) => Some(to),
+                        Ok(to) => Some(ListenAddr::Tcp(to)),
                         Err(o) => return o,
                     },
                 };

@@ -13,7 +13,6 @@ use tokio::time::Instant;
 use super::Exec;
 use super::wait::Observation;
 use crate::probe::{self, CONNECT_TIMEOUT};
-use crate::proxy::ListenAddr;
 use crate::world::Pod;
 
 /// The port the app dials on a virtual IP (any port maps to the service).
@@ -24,9 +23,9 @@ const WATCH: Duration = Duration::from_secs(5);
 
 impl Exec<'_> {
     /// `upstream`'s virtual IP as the app dials it, or why there is none.
-    pub(super) fn virtual_ip_target(&self, upstream: &str) -> Result<ListenAddr, Observation> {
+    pub(super) fn virtual_ip_target(&self, upstream: &str) -> Result<SocketAddr, Observation> {
         match self.world.control().virtual_ip(upstream) {
-            Some(ip) => Ok(ListenAddr::Tcp(SocketAddr::from((ip, VIRTUAL_PORT)))),
+            Some(ip) => Ok(SocketAddr::from((ip, VIRTUAL_PORT))),
             None => Err(Observation::new(
                 false,
                 format!("the agent has no virtual IP for {upstream}"),
@@ -43,17 +42,14 @@ impl Exec<'_> {
 
     /// The app dials the outside server (an address no service owns).
     pub(super) async fn observe_unknown(&mut self, outcome: Outcome) -> Observation {
-        let outside = match self.pod() {
-            Ok(p) => p.outside.addr,
-            Err(o) => return o,
-        };
-        let token = probe::token();
-        let answer = exchange(outside, &token).await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
         let pod = match self.pod() {
             Ok(p) => p,
             Err(o) => return o,
         };
+        let outside = pod.outside.addr;
+        let token = probe::token();
+        let answer = exchange(outside, &token).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         if let Some((i, _)) = self.world.instances.who_saw(&token) {
             return Observation::new(
                 false,
@@ -95,8 +91,11 @@ impl Exec<'_> {
             return Observation::new(false, "the registration has no upstream to dial");
         };
         let to = match self.virtual_ip_target(&upstream) {
-            Ok(ListenAddr::Tcp(a)) => a,
-            Ok(ListenAddr::Unix(_)) => return Observation::new(false, "not a TCP target"),
+            Ok(a) => a,
+            Err(o) => return o,
+        };
+        let pod = match self.pod() {
+            Ok(p) => p,
             Err(o) => return o,
         };
         let token = probe::token();
@@ -104,7 +103,7 @@ impl Exec<'_> {
             let watch = async {
                 let mut most = 0;
                 loop {
-                    if let Ok(Ok(n)) = self.pod().map(Pod::captured_now) {
+                    if let Ok(n) = pod.captured_now() {
                         most = most.max(n);
                     }
                     tokio::time::sleep(Duration::from_millis(10)).await;
