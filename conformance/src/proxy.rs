@@ -89,30 +89,38 @@ pub fn live_groups() -> Vec<i32> {
 
 // === impl ProxyProcess ===
 
+impl ProxyCommand {
+    /// The command, ready to spawn: the program and its arguments, stdin closed, the scrubbed
+    /// variables removed before the given ones are set, the user if any, killed when dropped.
+    /// Also returns the program; `what` names the command when it is empty.
+    pub(crate) fn command(&self, what: &str) -> Result<(Command, &str), Error> {
+        let (program, args) = self
+            .argv
+            .split_first()
+            .ok_or_else(|| Error::Usage(format!("the {what} command is empty")))?;
+        let mut c = Command::new(program);
+        c.args(args).stdin(Stdio::null()).kill_on_drop(true);
+        for k in &self.env_remove {
+            c.env_remove(k);
+        }
+        c.envs(self.env.iter().map(|(k, v)| (k, v)));
+        if let Some(id) = self.uid {
+            c.uid(id).gid(id);
+        }
+        Ok((c, program))
+    }
+}
+
 impl ProxyProcess {
     /// Spawns `cmd` in a new process group with piped output. Must be called inside a tokio
     /// runtime (output is drained by tasks).
     pub fn spawn(cmd: &ProxyCommand) -> Result<Self, Error> {
-        let (program, args) = cmd
-            .argv
-            .split_first()
-            .ok_or_else(|| Error::Usage("the proxy command is empty".into()))?;
-        let mut c = Command::new(program);
-        c.args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+        let (mut c, program) = cmd.command("proxy")?;
+        c.stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        for k in &cmd.env_remove {
-            c.env_remove(k);
-        }
-        c.envs(cmd.env.iter().map(|(k, v)| (k, v)));
-        if let Some(id) = cmd.uid {
-            c.uid(id).gid(id);
-        }
+            .process_group(0);
         let mut child = c.spawn().map_err(|source| Error::Spawn {
-            program: program.clone(),
+            program: program.to_owned(),
             source,
         })?;
         let pgid = child

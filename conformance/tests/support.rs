@@ -26,15 +26,13 @@ pub(crate) fn unsupported_here(s: &Scenario) -> Option<String> {
 /// (`CONFORMANCE_REQUIRE_NETNS=1`, set by CI, turns that into a failure instead).
 pub(crate) fn skip_here(s: &Scenario) -> bool {
     let required = std::env::var("CONFORMANCE_REQUIRE_NETNS").is_ok_and(|v| v == "1");
-    let skip = !required && unsupported_here(s).is_some();
-    if skip {
-        eprintln!(
-            "note: {} is ignored: {}",
-            s.id,
-            unsupported_here(s).unwrap_or_default()
-        );
+    match unsupported_here(s) {
+        Some(why) if !required => {
+            eprintln!("note: {} is ignored: {why}", s.id);
+            true
+        }
+        _ => false,
     }
-    skip
 }
 
 /// A run config for the bundled reference proxy started as

@@ -77,17 +77,8 @@ pub(super) async fn redirect(
     iptables: &std::path::Path,
     artifacts: &mut Vec<Artifact>,
 ) -> Result<(), Error> {
-    let (program, args) = cmd
-        .argv
-        .split_first()
-        .ok_or_else(|| Error::Usage("the redirect command is empty".into()))?;
+    let (mut c, _) = cmd.command("redirect")?;
     let line = cmd.argv.join(" ");
-    let mut c = Command::new(program);
-    c.args(args).stdin(Stdio::null()).kill_on_drop(true);
-    for k in &cmd.env_remove {
-        c.env_remove(k);
-    }
-    c.envs(cmd.env.iter().map(|(k, v)| (k, v)));
     let out = tokio::time::timeout(REDIRECT_TIMEOUT, c.output())
         .await
         .map_err(|_| {
