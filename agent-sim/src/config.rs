@@ -25,6 +25,10 @@ pub struct SimConfig {
     /// Where to serve the control API on its own port (reachable while the agent is "down").
     /// `None`: only under `/_sim/` on the agent's port.
     pub control_bind: Option<SocketAddr>,
+    /// Where to serve Consul's gRPC xDS (delta ADS) for Envoy; `None`: not served.
+    pub grpc_bind: Option<SocketAddr>,
+    /// xDS options (inline or SDS certificates).
+    pub xds: crate::xds::XdsConfig,
     /// Datacenter name.
     pub datacenter: String,
     /// The agent's node name.
@@ -59,6 +63,8 @@ impl Default for SimConfig {
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 8500)),
             control_bind: None,
+            grpc_bind: None,
+            xds: crate::xds::XdsConfig::default(),
             datacenter: "dc1".into(),
             node_name: "agent-sim".into(),
             node_address: "127.0.0.1".into(),

@@ -23,6 +23,7 @@ pub struct Control {
     pub(crate) faults: Arc<Faults>,
     pub(crate) log: Arc<RequestLog>,
     pub(crate) checks: Arc<crate::checks::Schedule>,
+    pub(crate) xds_log: Arc<crate::xds::XdsLog>,
     restart: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -33,6 +34,7 @@ impl Control {
             faults,
             log,
             checks: Arc::default(),
+            xds_log: Arc::default(),
             restart: Arc::default(),
         }
     }
@@ -285,5 +287,10 @@ impl Control {
     /// The request log itself (to wait for entries).
     pub fn log(&self) -> &RequestLog {
         &self.log
+    }
+
+    /// What every xDS stream did (requests, responses, ACKs, NACKs).
+    pub fn xds_log(&self) -> &crate::xds::XdsLog {
+        &self.xds_log
     }
 }

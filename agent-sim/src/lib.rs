@@ -26,6 +26,7 @@ pub mod preload;
 pub mod request_log;
 pub mod service;
 pub mod spiffe;
+pub mod xds;
 
 mod background;
 mod checks;

@@ -61,6 +61,18 @@ impl Builder {
         self
     }
 
+    /// Also serve Consul's gRPC xDS (delta ADS) for Envoy on this address (port 0 picks one).
+    pub fn grpc_bind(mut self, addr: SocketAddr) -> Self {
+        self.cfg.grpc_bind = Some(addr);
+        self
+    }
+
+    /// Inline certificates or SDS secrets in the xDS resources.
+    pub fn xds_tls_mode(mut self, mode: crate::xds::TlsMode) -> Self {
+        self.cfg.xds.tls_mode = mode;
+        self
+    }
+
     /// Datacenter name.
     pub fn datacenter(mut self, dc: impl Into<String>) -> Self {
         self.cfg.datacenter = dc.into();
@@ -152,6 +164,14 @@ impl Builder {
             source,
         })?;
         let control_listener = self.cfg.control_bind.map(bind).transpose()?;
+        let grpc_listener = self
+            .cfg
+            .grpc_bind
+            .map(|addr| {
+                crate::xds::bind_grpc(addr).map_err(|source| SimError::Bind { addr, source })
+            })
+            .transpose()?;
+        let grpc_addr = grpc_listener.as_ref().and_then(|l| l.local_addr().ok());
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let mut tasks = vec![tokio::spawn(server::run(
             listener,
@@ -171,6 +191,14 @@ impl Builder {
                 shutdown_rx.clone(),
             )));
         }
+        if let Some(l) = grpc_listener {
+            tasks.push(tokio::spawn(crate::xds::run_grpc(
+                l,
+                control.clone(),
+                control.faults.subscribe(),
+                shutdown_rx.clone(),
+            )));
+        }
         tasks.push(tokio::spawn(crate::background::fault_transitions(
             control.clone(),
             shutdown_rx.clone(),
@@ -179,10 +207,11 @@ impl Builder {
             control.clone(),
             shutdown_rx,
         )));
-        tracing::info!(%addr, ?control_addr, "agent-sim listening");
+        tracing::info!(%addr, ?control_addr, ?grpc_addr, "agent-sim listening");
         Ok(Listening {
             addr,
             control_addr,
+            grpc_addr,
             control,
             shutdown: shutdown_tx,
             tasks,
@@ -195,6 +224,7 @@ impl Builder {
 pub struct Listening {
     addr: SocketAddr,
     control_addr: Option<SocketAddr>,
+    grpc_addr: Option<SocketAddr>,
     control: Control,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -219,6 +249,11 @@ impl Listening {
     /// The separate control port, if one was asked for.
     pub fn control_addr(&self) -> Option<SocketAddr> {
         self.control_addr
+    }
+
+    /// The gRPC (xDS) port, if one was asked for.
+    pub fn grpc_addr(&self) -> Option<SocketAddr> {
+        self.grpc_addr
     }
 
     /// The control handle.

@@ -1,0 +1,1 @@
+//! `consul connect envoy -bootstrap`'s JSON. SKELETON: owned by the bootstrap work.

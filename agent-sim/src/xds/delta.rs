@@ -1,0 +1,1 @@
+//! The delta-ADS protocol state machine (no IO). SKELETON: owned by the protocol work.

@@ -1,0 +1,247 @@
+//! The xDS log: what every stream did (opened with which node and token, each request, each
+//! response with its resources and versions, ACKs, NACKs with Envoy's detail, how it closed), so
+//! the harness can require every push ACKed and the token sent.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How many entries are kept by default; older ones are dropped (and counted).
+pub const DEFAULT_CAPACITY: usize = 100_000;
+
+/// One event of one stream.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct XdsLogEntry {
+    /// Sequence number, from 1.
+    pub seq: u64,
+    /// Milliseconds since the sim started.
+    pub at_ms: u64,
+    /// The stream, numbered from 1 per sim.
+    pub stream: u64,
+    /// What happened.
+    pub event: XdsEvent,
+}
+
+/// What happened on a stream.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum XdsEvent {
+    /// A delta stream was opened (logged at its first request, which carries the node).
+    Opened {
+        /// `node.id` (the proxy service ID).
+        node_id: String,
+        /// The `x-consul-token` metadata, if any.
+        token: Option<String>,
+        /// The peer address.
+        peer: Option<String>,
+    },
+    /// A request that is not an ACK or NACK (a subscription change or the first of a type).
+    Request {
+        /// The type URL.
+        type_url: String,
+        /// `resource_names_subscribe`.
+        subscribe: Vec<String>,
+        /// `resource_names_unsubscribe`.
+        unsubscribe: Vec<String>,
+        /// `initial_resource_versions` (a reconnect).
+        initial_versions: BTreeMap<String, String>,
+    },
+    /// A response the server sent.
+    Response {
+        /// The type URL.
+        type_url: String,
+        /// Its nonce.
+        nonce: String,
+        /// (name, version) of every resource in it.
+        resources: Vec<(String, String)>,
+        /// `removed_resources`.
+        removed: Vec<String>,
+    },
+    /// The client accepted the response with this nonce.
+    Ack {
+        /// The type URL.
+        type_url: String,
+        /// The nonce acknowledged.
+        nonce: String,
+    },
+    /// The client rejected the response with this nonce.
+    Nack {
+        /// The type URL.
+        type_url: String,
+        /// The nonce rejected.
+        nonce: String,
+        /// `error_detail.code`.
+        code: i32,
+        /// `error_detail.message` (Envoy's reason).
+        message: String,
+    },
+    /// The stream ended (client gone, server error, fault).
+    Closed {
+        /// gRPC status code (0 when the client ended it).
+        code: i32,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl XdsEvent {
+    /// A stable machine name of the event kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Opened { .. } => "opened",
+            Self::Request { .. } => "request",
+            Self::Response { .. } => "response",
+            Self::Ack { .. } => "ack",
+            Self::Nack { .. } => "nack",
+            Self::Closed { .. } => "closed",
+        }
+    }
+}
+
+/// The log.
+#[derive(Debug)]
+pub struct XdsLog {
+    started: Instant,
+    capacity: usize,
+    inner: Mutex<Inner>,
+    tx: watch::Sender<u64>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    next_seq: u64,
+    next_stream: u64,
+    dropped: u64,
+    entries: VecDeque<XdsLogEntry>,
+}
+
+impl Default for XdsLog {
+    fn default() -> Self {
+        Self::new(DEFAULT_CAPACITY)
+    }
+}
+
+impl XdsLog {
+    /// An empty log keeping at most `capacity` entries.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            started: Instant::now(),
+            capacity,
+            inner: Mutex::new(Inner::default()),
+            tx: watch::channel(0).0,
+        }
+    }
+
+    /// A fresh stream number.
+    pub fn new_stream(&self) -> u64 {
+        let mut inner = self.inner.lock();
+        inner.next_stream += 1;
+        inner.next_stream
+    }
+
+    /// Records an event of `stream`; returns its sequence number.
+    pub fn record(&self, stream: u64, event: XdsEvent) -> u64 {
+        let at_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let seq = {
+            let mut inner = self.inner.lock();
+            inner.next_seq += 1;
+            let seq = inner.next_seq;
+            inner.entries.push_back(XdsLogEntry {
+                seq,
+                at_ms,
+                stream,
+                event,
+            });
+            while inner.entries.len() > self.capacity {
+                inner.entries.pop_front();
+                inner.dropped += 1;
+            }
+            seq
+        };
+        self.tx.send_replace(seq);
+        seq
+    }
+
+    /// Every kept entry.
+    pub fn entries(&self) -> Vec<XdsLogEntry> {
+        self.inner.lock().entries.iter().cloned().collect()
+    }
+
+    /// Entries with `seq > after`.
+    pub fn since(&self, after: u64) -> Vec<XdsLogEntry> {
+        self.inner
+            .lock()
+            .entries
+            .iter()
+            .filter(|e| e.seq > after)
+            .cloned()
+            .collect()
+    }
+
+    /// The last sequence number handed out.
+    pub fn last_seq(&self) -> u64 {
+        self.inner.lock().next_seq
+    }
+
+    /// How many entries were dropped for capacity.
+    pub fn dropped(&self) -> u64 {
+        self.inner.lock().dropped
+    }
+
+    /// Waits until an entry satisfying `pred` exists, or the timeout passes.
+    pub async fn wait_for(
+        &self,
+        timeout: Duration,
+        pred: impl Fn(&XdsLogEntry) -> bool,
+    ) -> Option<XdsLogEntry> {
+        let mut rx = self.tx.subscribe();
+        let deadline = Instant::now() + timeout;
+        loop {
+            rx.borrow_and_update();
+            if let Some(e) = self.inner.lock().entries.iter().find(|e| pred(e)) {
+                return Some(e.clone());
+            }
+            if tokio::time::timeout_at(deadline, rx.changed())
+                .await
+                .is_err()
+            {
+                return None;
+            }
+        }
+    }
+
+    /// Every response of every stream that was never ACKed or NACKed, as (stream, type URL,
+    /// nonce): what the client still owes an answer for. A response superseded on a stream
+    /// that closed before answering is included.
+    pub fn unanswered(&self) -> Vec<(u64, String, String)> {
+        let inner = self.inner.lock();
+        let mut open: Vec<(u64, String, String)> = Vec::new();
+        for e in &inner.entries {
+            match &e.event {
+                XdsEvent::Response {
+                    type_url, nonce, ..
+                } => open.push((e.stream, type_url.clone(), nonce.clone())),
+                XdsEvent::Ack { nonce, .. } | XdsEvent::Nack { nonce, .. } => {
+                    open.retain(|(s, _, n)| !(*s == e.stream && n == nonce));
+                }
+                _ => {}
+            }
+        }
+        open
+    }
+
+    /// Every NACK recorded.
+    pub fn nacks(&self) -> Vec<XdsLogEntry> {
+        self.inner
+            .lock()
+            .entries
+            .iter()
+            .filter(|e| matches!(e.event, XdsEvent::Nack { .. }))
+            .cloned()
+            .collect()
+    }
+}
