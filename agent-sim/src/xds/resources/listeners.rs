@@ -1,0 +1,191 @@
+//! Listeners (`agent/xds/listeners.go`): the public listener `public_listener:<addr>:<port>`
+//! (mTLS; L4: network RBAC then `tcp_proxy` to `local_app`; HTTP: connection manager with the
+//! HTTP RBAC filter, the router and client-cert forwarding) and one outbound listener per
+//! upstream (`<id>:<addr>:<port>`, `tcp_proxy`, or HCM + RDS for an HTTP chain).
+
+use envoy_types::pb::envoy::config::core::v3::{Http2ProtocolOptions, TrafficDirection};
+use envoy_types::pb::envoy::config::listener::v3::{Filter, FilterChain, Listener, filter};
+use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
+use envoy_types::pb::envoy::extensions::filters::http::router::v3::Router;
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
+    HttpConnectionManager, HttpFilter, Rds,
+    http_connection_manager::{
+        ForwardClientCertDetails, RouteSpecifier, SetCurrentClientCertDetails, Tracing,
+    },
+    http_filter,
+};
+use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{
+    TcpProxy, tcp_proxy::ClusterSpecifier,
+};
+use envoy_types::pb::envoy::r#type::v3::Percent;
+use envoy_types::pb::google::protobuf::BoolValue;
+
+use super::snapshot::{Snapshot, Upstream};
+use super::{any, clusters, endpoints, rbac, routes, tls};
+use crate::xds::types::TlsMode;
+
+/// True for the protocols Consul serves with an HTTP connection manager.
+pub(crate) fn is_http(protocol: &str) -> bool {
+    matches!(protocol, "http" | "http2" | "grpc")
+}
+
+/// The public listener.
+pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
+    let http = is_http(&snap.protocol);
+    let rules = rbac::rules(snap, http);
+    let (filters, alpn): (Vec<Filter>, &[&str]) = if http {
+        let hcm = HttpConnectionManager {
+            stat_prefix: "public_listener".to_owned(),
+            route_specifier: Some(RouteSpecifier::RouteConfig(routes::single(
+                "public_listener",
+                "local_app",
+            ))),
+            http_filters: vec![rbac::http_filter(&rules), router()],
+            tracing: Some(tracing()),
+            forward_client_cert_details: ForwardClientCertDetails::AppendForward as i32,
+            set_current_client_cert_details: Some(SetCurrentClientCertDetails {
+                subject: Some(BoolValue { value: true }),
+                cert: true,
+                chain: true,
+                dns: true,
+                uri: true,
+                ..Default::default()
+            }),
+            http2_protocol_options: http2(&snap.protocol),
+            ..Default::default()
+        };
+        let alpn: &[&str] = if http2(&snap.protocol).is_some() {
+            &["h2", "http/1.1"]
+        } else {
+            &["http/1.1"]
+        };
+        (vec![hcm_filter(&hcm)], alpn)
+    } else {
+        (
+            vec![
+                rbac::network_filter(&rules),
+                tcp_proxy("public_listener", "local_app"),
+            ],
+            &[],
+        )
+    };
+    Listener {
+        name: format!("public_listener:{}:{}", snap.public_addr, snap.public_port),
+        address: Some(endpoints::socket_address(
+            &snap.public_addr,
+            u32::from(snap.public_port),
+        )),
+        filter_chains: vec![FilterChain {
+            filters,
+            transport_socket: Some(tls::downstream_socket(snap, mode, alpn)),
+            ..Default::default()
+        }],
+        traffic_direction: TrafficDirection::Inbound as i32,
+        ..Default::default()
+    }
+}
+
+/// One upstream's listener, and its RDS route when the chain speaks HTTP.
+pub(crate) fn upstream(
+    snap: &Snapshot,
+    up: &Upstream,
+) -> Option<(Listener, Option<RouteConfiguration>)> {
+    let cluster = start_cluster(up)?;
+    let stat = format!(
+        "upstream.{}.default.default.{}",
+        up.service, snap.datacenter
+    );
+    let (filter, route) = if is_http(&up.chain.protocol) {
+        let hcm = HttpConnectionManager {
+            stat_prefix: stat,
+            route_specifier: Some(RouteSpecifier::Rds(Rds {
+                config_source: Some(tls::ads_source()),
+                route_config_name: up.id.clone(),
+            })),
+            http_filters: vec![router()],
+            tracing: Some(tracing()),
+            http2_protocol_options: http2(&up.chain.protocol),
+            ..Default::default()
+        };
+        (hcm_filter(&hcm), Some(routes::single(&up.id, &cluster)))
+    } else {
+        (tcp_proxy(&stat, &cluster), None)
+    };
+    let (name, address) = if up.socket_path.is_empty() {
+        (
+            format!("{}:{}:{}", up.id, up.bind_addr, up.bind_port),
+            endpoints::socket_address(&up.bind_addr, u32::from(up.bind_port)),
+        )
+    } else {
+        let mode = u32::from_str_radix(&up.socket_mode, 8).unwrap_or(0);
+        (
+            format!("{}:{}", up.id, up.socket_path),
+            endpoints::pipe_address(&up.socket_path, mode),
+        )
+    };
+    let listener = Listener {
+        name,
+        address: Some(address),
+        filter_chains: vec![FilterChain {
+            filters: vec![filter],
+            ..Default::default()
+        }],
+        traffic_direction: TrafficDirection::Outbound as i32,
+        ..Default::default()
+    };
+    Some((listener, route))
+}
+
+/// The cluster of the chain's start node; a router or splitter start (not modelled) falls
+/// back to the first resolver.
+fn start_cluster(up: &Upstream) -> Option<String> {
+    let start = up
+        .chain
+        .nodes
+        .get(&up.chain.start_node)
+        .and_then(|n| n.resolver.as_ref());
+    match start {
+        Some(r) => clusters::resolver_cluster(up, r),
+        None => clusters::resolvers(up).find_map(|r| clusters::resolver_cluster(up, r)),
+    }
+}
+
+fn http2(protocol: &str) -> Option<Http2ProtocolOptions> {
+    matches!(protocol, "http2" | "grpc").then(Http2ProtocolOptions::default)
+}
+
+fn tracing() -> Tracing {
+    Tracing {
+        random_sampling: Some(Percent { value: 0.0 }),
+        ..Default::default()
+    }
+}
+
+fn router() -> HttpFilter {
+    HttpFilter {
+        name: "envoy.filters.http.router".to_owned(),
+        config_type: Some(http_filter::ConfigType::TypedConfig(
+            any(&Router::default()),
+        )),
+        ..Default::default()
+    }
+}
+
+fn hcm_filter(hcm: &HttpConnectionManager) -> Filter {
+    Filter {
+        name: "envoy.filters.network.http_connection_manager".to_owned(),
+        config_type: Some(filter::ConfigType::TypedConfig(any(hcm))),
+    }
+}
+
+fn tcp_proxy(stat_prefix: &str, cluster: &str) -> Filter {
+    let tp = TcpProxy {
+        stat_prefix: stat_prefix.to_owned(),
+        cluster_specifier: Some(ClusterSpecifier::Cluster(cluster.to_owned())),
+        ..Default::default()
+    };
+    Filter {
+        name: "envoy.filters.network.tcp_proxy".to_owned(),
+        config_type: Some(filter::ConfigType::TypedConfig(any(&tp))),
+    }
+}
