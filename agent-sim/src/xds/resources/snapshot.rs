@@ -140,11 +140,13 @@ pub(crate) fn build(
     let local_addr = Some(svc.proxy.local_service_address.clone())
         .filter(|a| !a.is_empty())
         .unwrap_or_else(|| "127.0.0.1".to_owned());
-    let roots_pem = st
-        .ca
-        .root_certs_pem()
-        .iter()
-        .map(|p| ensure_newline(p))
+    // Consul's `RootPEMs()`: every root in the roots response's order (by ID).
+    let roots_pem = st.ca.roots_json()["Roots"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["RootCert"].as_str())
+        .map(ensure_newline)
         .collect();
     let default_allow = crate::http::connect::default_policy(&store.cfg).allows_by_default();
     let entries = crate::http::chain::chain_entries(&st.config);

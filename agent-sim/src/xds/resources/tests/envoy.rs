@@ -235,3 +235,27 @@ fn envoy_accepts_grpc_and_a_unix_socket_upstream_sds() {
     );
     validate("grpc + unix socket upstream (sds)", &r).expect("envoy accepts");
 }
+
+/// Consul writes a local instance's hostname address into EDS as-is (only peered upstreams and
+/// gateways switch to DNS clusters: `PeerUpstreamEndpointsUseHostnames`), and Envoy refuses a
+/// hostname in an EDS/static endpoint: the real pair NACKs such an update.
+#[test]
+fn hostname_endpoints_go_into_eds_and_envoy_refuses_them() {
+    let c = sim();
+    c.catalog_register(&json!({
+        "Node": "n2", "Address": "10.0.0.2",
+        "Service": {"Kind": "connect-proxy", "ID": "db-proxy-2", "Service": "db-proxy",
+            "Address": "localhost", "Port": 21009,
+            "Proxy": {"DestinationServiceName": "db"}}
+    }))
+    .expect("catalog register");
+    let r = build(&c, TlsMode::Inline).resources;
+    let sni = format!("db.default.dc1.internal.{}", c.trust_domain());
+    let cla: ClusterLoadAssignment = decode(&r.get(types::ENDPOINT, &sni).expect("cla").any);
+    assert!(format!("{cla:?}").contains("\"localhost\""));
+    match validate("hostname endpoint", &r) {
+        Ok(false) => {}
+        Ok(true) => panic!("Envoy accepted a hostname in an EDS endpoint"),
+        Err(e) => assert!(e.contains("localhost"), "{e}"),
+    }
+}
