@@ -7,6 +7,7 @@ use envoy_types::pb::envoy::config::core::v3::{Http2ProtocolOptions, TrafficDire
 use envoy_types::pb::envoy::config::listener::v3::{Filter, FilterChain, Listener, filter};
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::extensions::filters::http::router::v3::Router;
+use envoy_types::pb::envoy::extensions::filters::http::{grpc_http1_bridge, grpc_stats};
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
     HttpConnectionManager, HttpFilter, Rds,
     http_connection_manager::{
@@ -40,7 +41,7 @@ pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
                 "public_listener",
                 "local_app",
             ))),
-            http_filters: vec![rbac::http_filter(&rules), router()],
+            http_filters: http_filters(&snap.protocol, rbac::http_filter(&rules)),
             tracing: Some(tracing()),
             forward_client_cert_details: ForwardClientCertDetails::AppendForward as i32,
             set_current_client_cert_details: Some(SetCurrentClientCertDetails {
@@ -157,6 +158,41 @@ fn http2(protocol: &str) -> Option<Http2ProtocolOptions> {
 fn tracing() -> Tracing {
     Tracing {
         random_sampling: Some(Percent { value: 0.0 }),
+        ..Default::default()
+    }
+}
+
+/// RBAC then the router; for `grpc` Consul puts `grpc_stats` (all methods) and
+/// `grpc_http1_bridge` in front (`makeHTTPFilter`).
+fn http_filters(protocol: &str, rbac: HttpFilter) -> Vec<HttpFilter> {
+    let mut out = Vec::new();
+    if protocol == "grpc" {
+        let stats = grpc_stats::v3::FilterConfig {
+            per_method_stat_specifier: Some(
+                grpc_stats::v3::filter_config::PerMethodStatSpecifier::StatsForAllMethods(
+                    BoolValue { value: true },
+                ),
+            ),
+            ..Default::default()
+        };
+        out.push(typed_http_filter(
+            "envoy.filters.http.grpc_stats",
+            any(&stats),
+        ));
+        out.push(typed_http_filter(
+            "envoy.filters.http.grpc_http1_bridge",
+            any(&grpc_http1_bridge::v3::Config::default()),
+        ));
+    }
+    out.push(rbac);
+    out.push(router());
+    out
+}
+
+fn typed_http_filter(name: &str, config: envoy_types::pb::google::protobuf::Any) -> HttpFilter {
+    HttpFilter {
+        name: name.to_owned(),
+        config_type: Some(http_filter::ConfigType::TypedConfig(config)),
         ..Default::default()
     }
 }

@@ -229,10 +229,27 @@ fn envoy_accepts_grpc_and_a_unix_socket_upstream_sds() {
     proxy(&c, "db", 21001);
     let r = build(&c, TlsMode::Sds).resources;
     assert!(r.get(types::LISTENER, "db:/tmp/db.sock").is_some());
-    assert!(
-        r.get(types::LISTENER, "public_listener:127.0.0.2:21000")
-            .is_some()
+    let public: Listener = decode(
+        &r.get(types::LISTENER, "public_listener:127.0.0.2:21000")
+            .expect("bind_address honoured")
+            .any,
     );
+    let Some(filter::ConfigType::TypedConfig(a)) = &public.filter_chains[0].filters[0].config_type
+    else {
+        panic!("hcm")
+    };
+    let hcm: HttpConnectionManager = decode(a);
+    let names: Vec<_> = hcm.http_filters.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "envoy.filters.http.grpc_stats",
+            "envoy.filters.http.grpc_http1_bridge",
+            "envoy.filters.http.rbac",
+            "envoy.filters.http.router"
+        ]
+    );
+    assert!(hcm.http2_protocol_options.is_some());
     validate("grpc + unix socket upstream (sds)", &r).expect("envoy accepts");
 }
 
