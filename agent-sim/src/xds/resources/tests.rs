@@ -406,3 +406,51 @@ fn unknown_and_non_proxy_services() {
         Err(BuildError::NotAProxy("web".into()))
     );
 }
+
+fn version(r: &Resources, type_url: &str, name: &str) -> String {
+    r.get(type_url, name)
+        .map(|x| x.version.clone())
+        .unwrap_or_else(|| panic!("{name} missing"))
+}
+
+fn public_name(r: &Resources) -> String {
+    public(r).name
+}
+
+#[test]
+fn a_rotation_rewrites_the_public_listener_inline_but_only_the_secrets_with_sds() {
+    let c = sim();
+    let (sds0, inline0) = (build(&c, TlsMode::Sds), build(&c, TlsMode::Inline));
+    c.rotate_ca(false).expect("rotation");
+    let (sds1, inline1) = (build(&c, TlsMode::Sds), build(&c, TlsMode::Inline));
+    let name = public_name(&sds0.resources);
+    assert_eq!(
+        version(&sds0.resources, types::LISTENER, &name),
+        version(&sds1.resources, types::LISTENER, &name),
+        "SDS: the listener only names the secrets"
+    );
+    for secret in ["connect-leaf", "connect-root"] {
+        assert_ne!(
+            version(&sds0.resources, types::SECRET, secret),
+            version(&sds1.resources, types::SECRET, secret)
+        );
+    }
+    assert_ne!(
+        version(&inline0.resources, types::LISTENER, &name),
+        version(&inline1.resources, types::LISTENER, &name),
+        "inline: new certs rewrite the listener (and Envoy drains it)"
+    );
+}
+
+#[test]
+fn without_servers_and_without_a_cached_leaf_the_build_is_unavailable() {
+    let c = sim();
+    c.store.servers_lost();
+    let got = for_proxy(&c.store, "db-proxy", &XdsConfig::default());
+    assert!(matches!(got, Err(BuildError::Unavailable(_))), "{got:?}");
+    // A leaf cached before the loss is served from the cache.
+    c.store.servers_back();
+    build(&c, TlsMode::Inline);
+    c.store.servers_lost();
+    assert!(for_proxy(&c.store, "web-sidecar-proxy", &XdsConfig::default()).is_ok());
+}
