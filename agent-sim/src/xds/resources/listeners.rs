@@ -86,11 +86,15 @@ pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
     }
 }
 
-/// One upstream's listener, and its RDS route when the chain speaks HTTP.
+/// One upstream's listener, and its RDS route when the chain speaks HTTP. An upstream with
+/// neither a port nor a socket path (transparent-proxy style) gets no listener of its own.
 pub(crate) fn upstream(
     snap: &Snapshot,
     up: &Upstream,
 ) -> Option<(Listener, Option<RouteConfiguration>)> {
+    if up.bind_port == 0 && up.socket_path.is_empty() {
+        return None;
+    }
     let cluster = start_cluster(up)?;
     let stat = format!(
         "upstream.{}.default.default.{}",
