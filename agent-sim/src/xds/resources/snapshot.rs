@@ -167,9 +167,15 @@ pub(crate) fn build(
             override_mesh_gateway_mode: None,
             virtual_ips: None,
         };
-        let chain = chain::compile(&entries, &req)
-            .map_err(|e| BuildError::Unavailable(e.to_string()))?
-            .chain;
+        // A chain that does not compile leaves that upstream without resources (Consul's
+        // chain watch errors and the upstream is skipped); the rest of the proxy is served.
+        let chain = match chain::compile(&entries, &req) {
+            Ok(c) => c.chain,
+            Err(e) => {
+                tracing::warn!(upstream = %up.destination_name, error = %e, "discovery chain does not compile");
+                continue;
+            }
+        };
         let endpoints = chain
             .targets
             .iter()
