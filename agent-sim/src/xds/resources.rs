@@ -1,6 +1,22 @@
 //! Pure builders: the store's state -> every xDS resource of one proxy (listeners, clusters,
 //! endpoints, routes, secrets), shaped and named as Consul's golden files. `for_proxy` is the
 //! seam the transport calls; one file per concern below.
+//!
+//! Followed: Consul's `agent/xds/{listeners,clusters,endpoints,rbac,routes,secrets}.go` and the
+//! goldens `agent/xds/testdata/{listeners,clusters,endpoints,rbac}/*.golden`. Deliberately as
+//! Consul does it, even where that surprises:
+//! - RBAC precedence only orders sources: `a -> *` (precedence 6) under `* -> web` (8) is not
+//!   AND-NOTted, so Envoy decides by `a -> *` while `/v1/agent/connect/authorize` decides by
+//!   `* -> web` (`rbac.go` `ixnSourceMatches`).
+//! - A hostname instance address goes into EDS as-is (only peered upstreams switch to DNS
+//!   clusters), which Envoy refuses.
+//! - With SDS only the public listener names `connect-leaf` / `connect-root` (`secrets.go`);
+//!   upstream clusters keep the leaf inline.
+//!
+//! Not modelled: transparent proxy (`outbound_listener:127.0.0.1:15001`, intention upstreams,
+//! `original-destination`), service-router / service-splitter routes (an HTTP upstream gets one
+//! prefix `/` route to the start resolver's cluster), prepared-query upstreams, peered and
+//! sameness-group intention sources, expose paths, resolver subsets' filters, escape hatches.
 
 mod clusters;
 mod endpoints;
