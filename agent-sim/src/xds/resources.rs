@@ -13,10 +13,14 @@
 //! - With SDS only the public listener names `connect-leaf` / `connect-root` (`secrets.go`);
 //!   upstream clusters keep the leaf inline.
 //!
-//! Not modelled: transparent proxy (`outbound_listener:127.0.0.1:15001`, intention upstreams,
-//! `original-destination`), service-router / service-splitter routes (an HTTP upstream gets one
-//! prefix `/` route to the start resolver's cluster), prepared-query upstreams, peered and
-//! sameness-group intention sources, expose paths, resolver subsets' filters, escape hatches.
+//! - Transparent mode: only upstreams without a port or socket (intention upstreams) get an
+//!   outbound filter chain; explicit ones keep their own listener.
+//!
+//! Not modelled: service-router / service-splitter routes (an HTTP upstream gets one prefix `/`
+//! route to the start resolver's cluster), HTTP filter chains on the transparent outbound
+//! listener, the virtual DNS listener, the mesh config entry (`MeshDestinationsOnly`),
+//! prepared-query upstreams, peered and sameness-group intention sources, expose paths,
+//! resolver subsets' filters, escape hatches.
 
 mod clusters;
 mod endpoints;
@@ -90,6 +94,9 @@ fn build(snap: &snapshot::Snapshot, mode: TlsMode) -> Resources {
     }
     let public = listeners::public(snap, mode);
     out.insert(types::LISTENER, Resource::pack(&public.name, &public));
+    if let Some(l) = listeners::outbound(snap) {
+        out.insert(types::LISTENER, Resource::pack(&l.name, &l));
+    }
     for up in &snap.upstreams {
         if let Some((l, route)) = listeners::upstream(snap, up) {
             out.insert(types::LISTENER, Resource::pack(&l.name, &l));

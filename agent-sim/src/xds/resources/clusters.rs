@@ -25,6 +25,9 @@ use super::snapshot::{Snapshot, Upstream};
 use super::{any, endpoints, tls};
 use crate::chain::{DiscoveryResolver, DiscoveryTarget};
 
+/// The transparent proxy's passthrough cluster.
+pub(crate) const ORIGINAL_DESTINATION: &str = "original-destination";
+
 /// Default upstream connect timeout when the chain sets none.
 const DEFAULT_CONNECT_TIMEOUT_NS: i64 = 5_000_000_000;
 
@@ -39,6 +42,18 @@ pub(crate) struct EdsCluster {
 /// Every cluster of the proxy, and the EDS clusters among them.
 pub(crate) fn build(snap: &Snapshot) -> (Vec<Cluster>, Vec<EdsCluster>) {
     let mut clusters = vec![local_app(snap)];
+    if snap.transparent.is_some() {
+        // `makePassthroughClusters` (no mesh config entry, so never mesh-destinations-only).
+        clusters.push(Cluster {
+            name: ORIGINAL_DESTINATION.to_owned(),
+            cluster_discovery_type: Some(ClusterDiscoveryType::Type(
+                DiscoveryType::OriginalDst as i32,
+            )),
+            connect_timeout: Some(duration_ns(DEFAULT_CONNECT_TIMEOUT_NS)),
+            lb_policy: LbPolicy::ClusterProvided as i32,
+            ..Default::default()
+        });
+    }
     let mut eds = Vec::new();
     for up in &snap.upstreams {
         for resolver in resolvers(up) {

@@ -3,11 +3,14 @@
 //! HTTP RBAC filter, the router and client-cert forwarding) and one outbound listener per
 //! upstream (`<id>:<addr>:<port>`, `tcp_proxy`, or HCM + RDS for an HTTP chain).
 
-use envoy_types::pb::envoy::config::core::v3::{Http2ProtocolOptions, TrafficDirection};
-use envoy_types::pb::envoy::config::listener::v3::{Filter, FilterChain, Listener, filter};
+use envoy_types::pb::envoy::config::core::v3::{CidrRange, Http2ProtocolOptions, TrafficDirection};
+use envoy_types::pb::envoy::config::listener::v3::{
+    Filter, FilterChain, FilterChainMatch, Listener, ListenerFilter, filter, listener_filter,
+};
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::extensions::filters::http::router::v3::Router;
 use envoy_types::pb::envoy::extensions::filters::http::{grpc_http1_bridge, grpc_stats};
+use envoy_types::pb::envoy::extensions::filters::listener::original_dst::v3::OriginalDst;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
     HttpConnectionManager, HttpFilter, Rds,
     http_connection_manager::{
@@ -19,7 +22,7 @@ use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{
     TcpProxy, tcp_proxy::ClusterSpecifier,
 };
 use envoy_types::pb::envoy::r#type::v3::Percent;
-use envoy_types::pb::google::protobuf::BoolValue;
+use envoy_types::pb::google::protobuf::{BoolValue, UInt32Value};
 
 use super::snapshot::{Snapshot, Upstream};
 use super::{any, clusters, endpoints, rbac, routes, tls};
@@ -84,6 +87,87 @@ pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
         traffic_direction: TrafficDirection::Inbound as i32,
         ..Default::default()
     }
+}
+
+/// The transparent proxy's `outbound_listener:127.0.0.1:<port>` (listener filter
+/// `original_dst`): one filter chain per upstream without a listener of its own, matched by
+/// its virtual IPs, instances' `virtual` tagged addresses and, when the target is dialed
+/// directly, instance addresses; anything else goes to `original-destination`
+/// (golden `listeners/transparent-proxy.latest.golden`). TCP chains only.
+pub(crate) fn outbound(snap: &Snapshot) -> Option<Listener> {
+    let t = snap.transparent.as_ref()?;
+    let mut chains = Vec::new();
+    for up in &snap.upstreams {
+        if up.bind_port != 0 || !up.socket_path.is_empty() {
+            continue;
+        }
+        let Some(cluster) = start_cluster(up) else {
+            continue;
+        };
+        let mut addrs: Vec<String> = up.virtual_ips.clone();
+        for (id, eps) in &up.endpoints {
+            let direct = up
+                .chain
+                .targets
+                .get(id)
+                .is_some_and(|t| t.transparent_proxy.dialed_directly);
+            for ep in eps {
+                addrs.extend(ep.virtual_address.clone());
+                if direct {
+                    addrs.push(ep.address.clone());
+                }
+            }
+        }
+        addrs.sort();
+        addrs.dedup();
+        if addrs.is_empty() {
+            continue;
+        }
+        let stat = format!(
+            "upstream.{}.default.default.{}",
+            up.service, snap.datacenter
+        );
+        chains.push(FilterChain {
+            filter_chain_match: Some(FilterChainMatch {
+                prefix_ranges: addrs
+                    .iter()
+                    .map(|a| CidrRange {
+                        address_prefix: a.clone(),
+                        prefix_len: Some(UInt32Value {
+                            value: if a.contains(':') { 128 } else { 32 },
+                        }),
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
+            filters: vec![tcp_proxy(&stat, &cluster)],
+            ..Default::default()
+        });
+    }
+    Some(Listener {
+        name: format!("outbound_listener:127.0.0.1:{}", t.outbound_port),
+        address: Some(endpoints::socket_address(
+            "127.0.0.1",
+            u32::from(t.outbound_port),
+        )),
+        filter_chains: chains,
+        default_filter_chain: Some(FilterChain {
+            filters: vec![tcp_proxy(
+                "upstream.original-destination",
+                clusters::ORIGINAL_DESTINATION,
+            )],
+            ..Default::default()
+        }),
+        listener_filters: vec![ListenerFilter {
+            name: "envoy.filters.listener.original_dst".to_owned(),
+            config_type: Some(listener_filter::ConfigType::TypedConfig(any(
+                &OriginalDst::default(),
+            ))),
+            ..Default::default()
+        }],
+        traffic_direction: TrafficDirection::Outbound as i32,
+        ..Default::default()
+    })
 }
 
 /// One upstream's listener, and its RDS route when the chain speaks HTTP. An upstream with

@@ -40,6 +40,15 @@ pub(crate) struct Snapshot {
     pub(crate) intentions: Vec<Intention>,
     pub(crate) default_allow: bool,
     pub(crate) upstreams: Vec<Upstream>,
+    /// Set in transparent mode (`Proxy.Mode = "transparent"`).
+    pub(crate) transparent: Option<Transparent>,
+}
+
+/// Transparent-proxy settings of the sidecar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Transparent {
+    /// `TransparentProxy.OutboundListenerPort` (15001 when unset).
+    pub(crate) outbound_port: u16,
 }
 
 /// The proxy's leaf (certificate chain and key PEM, each newline-terminated).
@@ -60,6 +69,8 @@ pub(crate) struct Upstream {
     pub(crate) socket_path: String,
     pub(crate) socket_mode: String,
     pub(crate) chain: CompiledChain,
+    /// The destination's virtual IPs (transparent proxy filter-chain match).
+    pub(crate) virtual_ips: Vec<String>,
     /// Instances per chain target ID.
     pub(crate) endpoints: BTreeMap<String, Vec<Endpoint>>,
 }
@@ -69,6 +80,8 @@ pub(crate) struct Upstream {
 pub(crate) struct Endpoint {
     pub(crate) address: String,
     pub(crate) port: u16,
+    /// The instance's `virtual` tagged address, if any.
+    pub(crate) virtual_address: Option<String>,
     /// Check statuses of the instance and its node.
     pub(crate) statuses: Vec<String>,
     pub(crate) weight_passing: i64,
@@ -150,8 +163,25 @@ pub(crate) fn build(
         .collect();
     let default_allow = crate::http::connect::default_policy(&store.cfg).allows_by_default();
     let entries = crate::http::chain::chain_entries(&st.config);
+    let transparent = (svc.proxy.mode == "transparent").then(|| Transparent {
+        outbound_port: match svc.proxy.transparent_proxy.outbound_listener_port {
+            0 => 15001,
+            p => p,
+        },
+    });
+    let mut wanted: Vec<service::Upstream> = svc.proxy.upstreams.clone();
+    if transparent.is_some() {
+        for name in intention_upstreams(st, &dest, default_allow) {
+            if !wanted.iter().any(|u| u.destination_name == name) {
+                wanted.push(service::Upstream {
+                    destination_name: name,
+                    ..Default::default()
+                });
+            }
+        }
+    }
     let mut upstreams = Vec::new();
-    for up in &svc.proxy.upstreams {
+    for up in &wanted {
         // Prepared-query upstreams are not modelled.
         if up.destination_type == "prepared_query" {
             continue;
@@ -195,6 +225,10 @@ pub(crate) fn build(
             bind_port: up.local_bind_port,
             socket_path: up.local_bind_socket_path.clone(),
             socket_mode: up.local_bind_socket_mode.clone(),
+            virtual_ips: st
+                .virtual_ip(&up.destination_name)
+                .map(|ip| vec![ip.to_string()])
+                .unwrap_or_default(),
             chain,
             endpoints,
         });
@@ -216,7 +250,32 @@ pub(crate) fn build(
         roots_pem,
         default_allow,
         upstreams,
+        transparent,
     })
+}
+
+/// Consul's intention upstreams (`IntentionTopology`, upstream direction): every typical
+/// service other than `source` itself that `source` may reach by its intentions or the
+/// default; an L7 intention counts as reachable (its permissions decide per request).
+fn intention_upstreams(st: &State, source: &str, default_allow: bool) -> Vec<String> {
+    let by_source =
+        crate::intention::matching(&st.config, crate::intention::MatchBy::Source, source);
+    let names: std::collections::BTreeSet<&str> = st
+        .services
+        .values()
+        .filter(|s| s.kind == ServiceKind::Typical && s.service != source && s.service != "consul")
+        .map(|s| s.service.as_str())
+        .collect();
+    names
+        .into_iter()
+        .filter(|dst| {
+            by_source
+                .iter()
+                .find(|i| i.destination_name == *dst || i.destination_name == "*")
+                .map_or(default_allow, |i| i.is_l7() || i.action == "allow")
+        })
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The connect-capable instances of `service` (sidecars for it, connect-native instances),
@@ -232,6 +291,11 @@ fn endpoints_of(st: &State, service: &str) -> Vec<Endpoint> {
                 svc.address.clone()
             },
             port: svc.port,
+            virtual_address: svc
+                .tagged_addresses
+                .get("virtual")
+                .map(|a| a.address.clone())
+                .filter(|a| !a.is_empty()),
             statuses: checks.iter().map(|c| c.status.clone()).collect(),
             weight_passing: svc.weights.passing,
             weight_warning: svc.weights.warning,

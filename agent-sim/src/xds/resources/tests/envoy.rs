@@ -276,3 +276,61 @@ fn hostname_endpoints_go_into_eds_and_envoy_refuses_them() {
         Err(e) => assert!(e.contains("localhost"), "{e}"),
     }
 }
+
+/// Transparent mode: the outbound listener matches cache's virtual IP (an intention upstream,
+/// no explicit entry) and sends everything else to `original-destination`.
+#[test]
+fn envoy_accepts_the_transparent_outbound_listener() {
+    let (_, c) = crate::AgentSim::builder()
+        .seed(11)
+        .default_intention_policy(crate::config::IntentionDefault::Deny)
+        .build()
+        .expect("sim");
+    c.register(&json!({
+        "Name": "web", "Port": 8080,
+        "Connect": {"SidecarService": {"Port": 21000, "Proxy": {"Mode": "transparent"}}}
+    }))
+    .expect("web");
+    for svc in ["cache", "api"] {
+        c.register(&json!({"Name": svc, "Port": 5000}))
+            .expect("typical");
+    }
+    proxy(&c, "cache", 21005);
+    proxy(&c, "api", 21006);
+    c.put_intention("web", "cache", &json!({"Action": "allow"}))
+        .expect("intention");
+    let r = build(&c, TlsMode::Inline).resources;
+    let l: Listener = decode(
+        &r.get(types::LISTENER, "outbound_listener:127.0.0.1:15001")
+            .expect("outbound listener")
+            .any,
+    );
+    assert_eq!(
+        l.filter_chains.len(),
+        1,
+        "only cache is an intention upstream"
+    );
+    let vip = c
+        .virtual_ip("cache")
+        .expect("cache has a virtual IP")
+        .to_string();
+    let m = l.filter_chains[0]
+        .filter_chain_match
+        .as_ref()
+        .expect("match");
+    assert_eq!(m.prefix_ranges[0].address_prefix, vip);
+    assert!(l.default_filter_chain.is_some());
+    assert_eq!(
+        l.listener_filters[0].name,
+        "envoy.filters.listener.original_dst"
+    );
+    let sni = format!("cache.default.dc1.internal.{}", c.trust_domain());
+    assert!(r.get(types::CLUSTER, &sni).is_some());
+    assert!(r.get(types::ENDPOINT, &sni).is_some());
+    assert!(r.get(types::CLUSTER, "original-destination").is_some());
+    assert!(
+        r.get(types::CLUSTER, &sni.replace("cache", "api"))
+            .is_none()
+    );
+    validate("transparent outbound listener", &r).expect("envoy accepts");
+}
