@@ -163,7 +163,7 @@ pub(crate) fn build(
         .collect();
     let default_allow = crate::http::connect::default_policy(&store.cfg).allows_by_default();
     let entries = crate::http::chain::chain_entries(&st.config);
-    let transparent = (svc.proxy.mode == "transparent").then(|| Transparent {
+    let transparent = (svc.proxy.mode == "transparent").then_some(Transparent {
         outbound_port: match svc.proxy.transparent_proxy.outbound_listener_port {
             0 => 15001,
             p => p,
