@@ -16,9 +16,9 @@
 //! - Transparent mode: only upstreams without a port or socket (intention upstreams) get an
 //!   outbound filter chain; explicit ones keep their own listener.
 //!
-//! Not modelled: service-router / service-splitter routes (an HTTP upstream gets one prefix `/`
-//! route to the start resolver's cluster), HTTP filter chains on the transparent outbound
-//! listener, the virtual DNS listener, the mesh config entry (`MeshDestinationsOnly`),
+//! Not modelled: route timeouts, retries, rewrites and header modifiers of service-router /
+//! service-splitter entries (their matches and destinations are), HTTP filter chains on the
+//! transparent outbound listener, the virtual DNS listener, the mesh config entry (`MeshDestinationsOnly`),
 //! prepared-query upstreams, peered and sameness-group intention sources, expose paths,
 //! resolver subsets' filters, escape hatches.
 

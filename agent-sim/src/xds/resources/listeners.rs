@@ -196,7 +196,7 @@ pub(crate) fn upstream(
             http2_protocol_options: http2(&up.chain.protocol),
             ..Default::default()
         };
-        (hcm_filter(&hcm), Some(routes::single(&up.id, &cluster)))
+        (hcm_filter(&hcm), routes::upstream(up))
     } else {
         (tcp_proxy(&stat, &cluster), None)
     };

@@ -15,7 +15,9 @@ use envoy_types::pb::envoy::config::cluster::v3::{
 use envoy_types::pb::envoy::config::core::v3::{Node, transport_socket};
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::config::listener::v3::{Listener, filter};
-use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
+use envoy_types::pb::envoy::config::route::v3::{
+    RouteConfiguration, route, route_action, route_match,
+};
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
     HttpConnectionManager, http_connection_manager::RouteSpecifier,
 };
@@ -333,4 +335,64 @@ fn envoy_accepts_the_transparent_outbound_listener() {
             .is_none()
     );
     validate("transparent outbound listener", &r).expect("envoy accepts");
+}
+
+/// An HTTP upstream's chain with a router in front of a splitter becomes RDS routes with
+/// matches and weighted clusters.
+#[test]
+fn envoy_accepts_router_and_splitter_routes() {
+    let c = sim();
+    proxy(&c, "db-v2", 21002);
+    for entry in [
+        json!({"Kind": "proxy-defaults", "Name": "global", "Config": {"protocol": "http"}}),
+        json!({"Kind": "service-splitter", "Name": "db-v2", "Splits": [
+            {"Weight": 50, "Service": "db"}, {"Weight": 50, "Service": "db-v2"}
+        ]}),
+        json!({"Kind": "service-router", "Name": "db", "Routes": [
+            {"Match": {"HTTP": {"PathPrefix": "/v2", "Methods": ["GET"],
+                "Header": [{"Name": "x-canary", "Exact": "1"}],
+                "QueryParam": [{"Name": "debug", "Present": true}]}},
+             "Destination": {"Service": "db-v2"}}
+        ]}),
+    ] {
+        c.upsert_config_entry(&entry).expect("entry");
+    }
+    let r = build(&c, TlsMode::Inline).resources;
+    let rc: RouteConfiguration = decode(&r.get(types::ROUTE, "db").expect("route").any);
+    let routes = &rc.virtual_hosts[0].routes;
+    assert_eq!(routes.len(), 2, "{routes:?}");
+    let cluster_of = |i: usize| match &routes[i].action {
+        Some(route::Action::Route(a)) => a.cluster_specifier.clone(),
+        other => panic!("route action {other:?}"),
+    };
+    let Some(route_action::ClusterSpecifier::WeightedClusters(w)) = cluster_of(0) else {
+        panic!("the /v2 route goes to the splitter")
+    };
+    let weights: Vec<_> = w
+        .clusters
+        .iter()
+        .map(|c| (c.name.clone(), c.weight.map(|w| w.value)))
+        .collect();
+    let td = c.trust_domain();
+    assert_eq!(
+        weights,
+        [
+            (format!("db.default.dc1.internal.{td}"), Some(5000)),
+            (format!("db-v2.default.dc1.internal.{td}"), Some(5000)),
+        ]
+    );
+    let m = routes[0].r#match.as_ref().expect("match");
+    assert_eq!(
+        m.path_specifier,
+        Some(route_match::PathSpecifier::Prefix("/v2".into()))
+    );
+    assert_eq!(m.headers.len(), 2, "x-canary and :method");
+    assert_eq!(m.query_parameters.len(), 1);
+    assert_eq!(
+        cluster_of(1),
+        Some(route_action::ClusterSpecifier::Cluster(format!(
+            "db.default.dc1.internal.{td}"
+        )))
+    );
+    validate("router + splitter routes", &r).expect("envoy accepts");
 }
