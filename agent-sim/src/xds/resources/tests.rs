@@ -1,6 +1,7 @@
 //! Shape and naming tests of the built resources (decoded back from their `Any`), and the
 //! fixture the RBAC property test and the Envoy validation test share.
 
+mod chain;
 mod envoy;
 mod rbac_prop;
 
@@ -8,8 +9,6 @@ use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster::ClusterDisco
 use envoy_types::pb::envoy::config::core::v3::HealthStatus;
 use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, lb_endpoint};
 use envoy_types::pb::envoy::config::listener::v3::{Filter, Listener, filter};
-use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
-use envoy_types::pb::envoy::extensions::clusters::aggregate::v3::ClusterConfig;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
     HttpConnectionManager, http_connection_manager::RouteSpecifier,
 };
@@ -69,7 +68,7 @@ pub(super) fn decode<M: Message + Default>(any: &Any) -> M {
     M::decode(any.value.as_slice()).expect("decodes")
 }
 
-fn get<M: Message + Default>(r: &Resources, type_url: &str, name: &str) -> M {
+pub(super) fn get<M: Message + Default>(r: &Resources, type_url: &str, name: &str) -> M {
     let found = r.get(type_url, name);
     let names: Vec<_> = r.of(type_url).map(|x| x.name.clone()).collect();
     decode(
@@ -79,7 +78,7 @@ fn get<M: Message + Default>(r: &Resources, type_url: &str, name: &str) -> M {
     )
 }
 
-fn typed(f: &Filter) -> &Any {
+pub(super) fn typed(f: &Filter) -> &Any {
     match &f.config_type {
         Some(filter::ConfigType::TypedConfig(a)) => a,
         other => panic!("no typed config: {other:?}"),
@@ -94,7 +93,7 @@ pub(super) fn public(r: &Resources) -> Listener {
     decode(&l.any)
 }
 
-fn db_sni(c: &Control) -> String {
+pub(super) fn db_sni(c: &Control) -> String {
     format!("db.default.dc1.internal.{}", c.trust_domain())
 }
 
@@ -226,7 +225,7 @@ fn upstream_listener_and_cluster_are_named_by_id_and_sni() {
     assert!(local.load_assignment.is_some());
 }
 
-fn upstream_tls(c: &Cluster) -> UpstreamTlsContext {
+pub(super) fn upstream_tls(c: &Cluster) -> UpstreamTlsContext {
     match c
         .transport_socket
         .as_ref()
@@ -272,61 +271,6 @@ fn endpoint_health_follows_consul_calculate_endpoint_health_and_weight() {
     assert_eq!(db_endpoint(&c), (HealthStatus::Healthy as i32, Some(1)));
     set(&c, "db-check", "critical");
     assert_eq!(db_endpoint(&c), (HealthStatus::Unhealthy as i32, Some(1)));
-}
-
-#[test]
-fn resolver_redirect_points_the_listener_at_the_redirect_target() {
-    let c = sim();
-    proxy(&c, "db-v2", 21002);
-    c.upsert_config_entry(
-        &json!({"Kind": "service-resolver", "Name": "db", "Redirect": {"Service": "db-v2"}}),
-    )
-    .expect("entry");
-    let r = build(&c, TlsMode::Inline).resources;
-    let v2 = format!("db-v2.default.dc1.internal.{}", c.trust_domain());
-    let l: Listener = get(&r, types::LISTENER, "db:127.0.0.1:9191");
-    let tp: TcpProxy = decode(typed(&l.filter_chains[0].filters[0]));
-    assert_eq!(
-        tp.cluster_specifier,
-        Some(ClusterSpecifier::Cluster(v2.clone()))
-    );
-    let _: Cluster = get(&r, types::CLUSTER, &v2);
-    let cla: ClusterLoadAssignment = get(&r, types::ENDPOINT, &v2);
-    assert_eq!(cla.endpoints[0].lb_endpoints.len(), 1);
-    assert!(r.get(types::CLUSTER, &db_sni(&c)).is_none());
-}
-
-#[test]
-fn resolver_failover_builds_an_aggregate_over_failover_targets() {
-    let c = sim();
-    proxy(&c, "db-backup", 21003);
-    c.upsert_config_entry(&json!({
-        "Kind": "service-resolver", "Name": "db",
-        "Failover": {"*": {"Service": "db-backup"}}
-    }))
-    .expect("entry");
-    let r = build(&c, TlsMode::Inline).resources;
-    let sni = db_sni(&c);
-    let agg: Cluster = get(&r, types::CLUSTER, &sni);
-    let Some(ClusterDiscoveryType::ClusterType(ct)) = agg.cluster_discovery_type else {
-        panic!("aggregate")
-    };
-    assert_eq!(ct.name, "envoy.clusters.aggregate");
-    let cfg: ClusterConfig = decode(&ct.typed_config.expect("config"));
-    let children = [
-        format!("failover-target~0~{sni}"),
-        format!("failover-target~1~{sni}"),
-    ];
-    assert_eq!(cfg.clusters, children);
-    for child in &children {
-        let _: Cluster = get(&r, types::CLUSTER, child);
-        let _: ClusterLoadAssignment = get(&r, types::ENDPOINT, child);
-    }
-    let backup: Cluster = get(&r, types::CLUSTER, &children[1]);
-    assert_eq!(
-        upstream_tls(&backup).sni,
-        format!("db-backup.default.dc1.internal.{}", c.trust_domain())
-    );
 }
 
 #[test]
@@ -379,21 +323,6 @@ fn identical_state_gives_identical_bytes_and_a_refresh_point() {
         .rules
         .expect("rules");
     assert_eq!(rules.policies.len(), 1, "{rules:?}");
-}
-
-#[test]
-fn http_upstream_uses_rds_named_after_the_upstream() {
-    let c = sim();
-    c.upsert_config_entry(&json!({"Kind": "service-defaults", "Name": "db", "Protocol": "http"}))
-        .expect("entry");
-    let r = build(&c, TlsMode::Inline).resources;
-    let l: Listener = get(&r, types::LISTENER, "db:127.0.0.1:9191");
-    let hcm: HttpConnectionManager = decode(typed(&l.filter_chains[0].filters[0]));
-    assert!(
-        matches!(hcm.route_specifier, Some(RouteSpecifier::Rds(ref rds)) if rds.route_config_name == "db")
-    );
-    let rc: RouteConfiguration = get(&r, types::ROUTE, "db");
-    assert!(format!("{rc:?}").contains(&db_sni(&c)));
 }
 
 #[test]
