@@ -111,22 +111,18 @@ pub(crate) fn proxy_service(
     })
 }
 
-/// The destination's leaf from the agent cache (renewed when due) and its next change point.
+/// The destination's leaf as the agent's proxy-config leaf watch holds it (renewed when due;
+/// after a root rotation re-issued only at its jittered point, so new roots reach Envoy first,
+/// as in Consul) and its next change point.
 pub(crate) fn leaf_now(store: &Store, service: &str) -> Result<LeafNow, BuildError> {
     let dc = store.cfg.datacenter.clone();
-    let answer = store
-        .leaf_now(service, &dc)
+    let (leaf, refresh_at) = store
+        .leaf_watched(service, &dc)
         .map_err(|e| BuildError::Unavailable(e.body))?;
-    let refresh_at = store.read(|st| {
-        st.leaves.get(service).map(|e| match e.rotate_at {
-            Some(r) => r.min(e.renew_at),
-            None => e.renew_at,
-        })
-    });
     Ok(LeafNow {
         leaf: Leaf {
-            cert_pem: ensure_newline(&answer.leaf.cert_pem),
-            key_pem: ensure_newline(&answer.leaf.private_key_pem),
+            cert_pem: ensure_newline(&leaf.cert_pem),
+            key_pem: ensure_newline(&leaf.private_key_pem),
         },
         refresh_at,
     })

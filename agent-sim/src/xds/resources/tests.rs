@@ -32,10 +32,12 @@ use crate::xds::types::{self, Resources, TlsMode, XdsConfig};
 /// A sim with `web` (sidecar `web-sidecar-proxy` on 21000, upstream `db` on 127.0.0.1:9191)
 /// and a `db` sidecar (`db-proxy` on 21001, TTL check `db-check`, passing).
 pub(super) fn sim() -> Control {
-    let (_, c) = crate::AgentSim::builder()
-        .seed(7)
-        .build()
-        .expect("sim builds");
+    sim_from(crate::AgentSim::builder().seed(7))
+}
+
+/// [`sim`] from a configured builder.
+pub(super) fn sim_from(b: crate::sim::Builder) -> Control {
+    let (_, c) = b.build().expect("sim builds");
     c.register(&json!({
         "Name": "web", "Port": 8080,
         "Connect": {"SidecarService": {"Port": 21000, "Proxy": {
@@ -348,7 +350,12 @@ fn public_name(r: &Resources) -> String {
 
 #[test]
 fn a_rotation_rewrites_the_public_listener_inline_but_only_the_secrets_with_sds() {
-    let c = sim();
+    // No jitter: the leaf is re-issued as soon as the rotation is seen.
+    let c = sim_from(
+        crate::AgentSim::builder()
+            .seed(7)
+            .ca_change_jitter(std::time::Duration::ZERO),
+    );
     let (sds0, inline0) = (build(&c, TlsMode::Sds), build(&c, TlsMode::Inline));
     c.rotate_ca(false).expect("rotation");
     let (sds1, inline1) = (build(&c, TlsMode::Sds), build(&c, TlsMode::Inline));
@@ -382,4 +389,34 @@ fn without_servers_and_without_a_cached_leaf_the_build_is_unavailable() {
     build(&c, TlsMode::Inline);
     c.store.servers_lost();
     assert!(for_proxy(&c.store, "web-sidecar-proxy", &XdsConfig::default()).is_ok());
+}
+
+#[test]
+fn after_a_rotation_the_roots_move_at_once_and_the_leaf_at_its_jittered_point() {
+    let c = sim_from(
+        crate::AgentSim::builder()
+            .seed(7)
+            .ca_change_jitter(std::time::Duration::from_secs(3600)),
+    );
+    let before = build(&c, TlsMode::Sds);
+    let t0 = time::OffsetDateTime::now_utc();
+    c.rotate_ca(false).expect("rotation");
+    let after = build(&c, TlsMode::Sds);
+    assert_ne!(
+        version(&before.resources, types::SECRET, "connect-root"),
+        version(&after.resources, types::SECRET, "connect-root")
+    );
+    let rotate_at = c
+        .store
+        .read(|st| st.leaves.get("web").and_then(|e| e.rotate_at))
+        .expect("rotation scheduled");
+    if rotate_at > time::OffsetDateTime::now_utc() {
+        assert_eq!(
+            version(&before.resources, types::SECRET, "connect-leaf"),
+            version(&after.resources, types::SECRET, "connect-leaf"),
+            "the leaf waits for its jittered point"
+        );
+        assert_eq!(after.refresh_at, Some(rotate_at));
+    }
+    assert!(rotate_at >= t0 && rotate_at <= t0 + time::Duration::hours(1));
 }
