@@ -177,4 +177,6 @@ impl AggregatedDiscoveryService for Ads {
 }
 
 #[cfg(test)]
+mod envoy_tests;
+#[cfg(test)]
 mod tests;

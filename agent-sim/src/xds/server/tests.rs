@@ -29,22 +29,22 @@ use crate::{AgentSim, Control};
 const WAIT: Duration = Duration::from_secs(20);
 /// How long "no answer" is watched for.
 const QUIET: Duration = Duration::from_millis(600);
-const PROXY: &str = "web-sidecar-proxy";
+pub(super) const PROXY: &str = "web-sidecar-proxy";
 
 #[derive(Default)]
-struct TestSource {
+pub(super) struct TestSource {
     data: Mutex<BTreeMap<String, ProxyResources>>,
     tx: Mutex<Option<watch::Sender<u64>>>,
 }
 
 impl TestSource {
-    fn new() -> Arc<Self> {
+    pub(super) fn new() -> Arc<Self> {
         let s = Self::default();
         *s.tx.lock() = Some(watch::channel(0).0);
         Arc::new(s)
     }
 
-    fn put(&self, proxy: &str, resources: Resources) {
+    pub(super) fn put(&self, proxy: &str, resources: Resources) {
         self.data.lock().insert(
             proxy.to_owned(),
             ProxyResources {
@@ -90,14 +90,14 @@ fn set(items: &[(&'static str, &str, &str)]) -> Resources {
     r
 }
 
-struct Harness {
-    control: Control,
-    source: Arc<TestSource>,
-    addr: SocketAddr,
+pub(super) struct Harness {
+    pub(super) control: Control,
+    pub(super) source: Arc<TestSource>,
+    pub(super) addr: SocketAddr,
     _shutdown: watch::Sender<bool>,
 }
 
-async fn start(acl: bool) -> Harness {
+pub(super) async fn start(acl: bool) -> Harness {
     let mut b = AgentSim::builder();
     if acl {
         b = b.acls("root", DefaultPolicy::Deny);
