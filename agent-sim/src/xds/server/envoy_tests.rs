@@ -194,5 +194,35 @@ async fn envoy_acks_every_push_and_nacks_a_bad_listener() {
     };
     assert_eq!(type_url, LISTENER);
     assert!(message.contains("StatPrefix"), "{message}");
+    // Agent restart: the stream resets, Envoy reconnects and says what it has; every push of
+    // the new stream is ACKed.
+    h.source.put(PROXY, resources(11, "db"));
+    let before = log.last_seq();
+    h.control.restart(Duration::from_millis(200)).await;
+    let reopened = log
+        .wait_for(wait, |e| {
+            e.seq > before && matches!(e.event, XdsEvent::Opened { .. })
+        })
+        .await
+        .expect("Envoy reconnected");
+    let stream = reopened.stream;
+    let seeded = log
+        .wait_for(wait, |e| {
+            e.stream == stream
+                && matches!(&e.event, XdsEvent::Request { type_url, initial_versions, .. }
+                    if type_url == CLUSTER && !initial_versions.is_empty())
+        })
+        .await;
+    assert!(
+        seeded.is_some(),
+        "no initial_resource_versions on reconnect"
+    );
+    for t in [CLUSTER, LISTENER] {
+        let ack = log
+            .wait_for(wait, |e| e.stream == stream && acked(t)(e))
+            .await;
+        assert!(ack.is_some(), "no ACK of {t} after the restart");
+    }
+    assert_eq!(log.nacks().len(), 1, "{:?}", log.nacks());
     let _ = envoy.kill().await;
 }
