@@ -59,6 +59,9 @@ impl Client {
         out: Vec<DeltaDiscoveryResponse>,
         s: &DeltaStream,
     ) -> Result<(), TestCaseError> {
+        // Within one round, responses follow Consul's order (upsert steps, then removal steps).
+        let steps: Vec<usize> = out.iter().map(step_of).collect::<Result<_, _>>()?;
+        prop_assert!(steps.windows(2).all(|w| w[0] < w[1]), "order {steps:?}");
         for r in out {
             // Never two responses of one type in flight.
             prop_assert!(
@@ -114,6 +117,30 @@ impl Client {
         }
         Some(ack(&r))
     }
+}
+
+/// The index in [`UPDATE_ORDER`] of the step that produced `r`.
+fn step_of(r: &DeltaDiscoveryResponse) -> Result<usize, TestCaseError> {
+    let removal = !r.removed_resources.is_empty();
+    if removal && !r.resources.is_empty() && r.type_url != LISTENER && r.type_url != ROUTE {
+        return Err(TestCaseError::fail(format!(
+            "{} upserts and removals in one response",
+            r.type_url
+        )));
+    }
+    UPDATE_ORDER
+        .iter()
+        .position(|(t, up, rm)| {
+            *t == r.type_url
+                && if *up && *rm {
+                    true
+                } else if removal {
+                    *rm
+                } else {
+                    *up
+                }
+        })
+        .ok_or_else(|| TestCaseError::fail(format!("unknown step for {}", r.type_url)))
 }
 
 fn step(

@@ -111,6 +111,7 @@ async fn drive(
     let mut proxy_id: Option<String> = None;
     let mut destination: Option<String> = None;
     let mut changes = ctx.source.changes();
+    let mut changes_open = true;
     let mut refresh: Option<Instant> = None;
     let mut auth_deadline: Option<Instant> = None;
     let mut servers_were_down = false;
@@ -118,8 +119,9 @@ async fn drive(
         let event = tokio::select! {
             _ = tx.closed() => Event::Closed,
             msg = inbound.message() => Event::Request(Box::new(msg)),
-            r = changes.changed(), if proxy_id.is_some() => {
-                if r.is_err() { changes = ctx.source.changes(); }
+            r = changes.changed(), if proxy_id.is_some() && changes_open => {
+                // A source that stops signalling leaves refresh_at and faults as triggers.
+                changes_open = r.is_ok();
                 Event::Rebuild
             }
             () = sleep_until_opt(refresh), if refresh.is_some() => { refresh = None; Event::Rebuild }
