@@ -169,6 +169,16 @@ async fn agent_down_resets_streams_and_refuses_then_restart_serves_again() {
         .expect("opened");
     let down = sim.control().agent_down();
     assert!(s.end().await.is_err(), "the stream survived agent-down");
+    let closed = sim
+        .control()
+        .xds_log()
+        .wait_for(WAIT, |e| matches!(e.event, XdsEvent::Closed { .. }))
+        .await
+        .expect("closed");
+    assert!(
+        matches!(&closed.event, XdsEvent::Closed { reason, .. } if reason == "agent down: connection cut"),
+        "{closed:?}"
+    );
     assert!(
         tokio::net::TcpStream::connect(grpc(&sim)).await.is_err(),
         "connected while down"

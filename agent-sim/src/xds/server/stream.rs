@@ -60,6 +60,8 @@ enum Event {
 /// Runs the stream to its end and records how it ended.
 pub(crate) async fn run(mut ctx: StreamCtx, mut inbound: Streaming<DeltaDiscoveryRequest>, tx: Tx) {
     let (code, reason) = match drive(&mut ctx, &mut inbound, &tx).await {
+        // A connection cut by the agent-down fault surfaces as a failed receive; say why.
+        Ok(_) if ctx.faults.borrow().down => (0, "agent down: connection cut".to_owned()),
         Ok(reason) => (0, reason),
         Err(status) => {
             let out = (status.code() as i32, status.message().to_owned());
