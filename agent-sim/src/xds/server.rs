@@ -179,4 +179,6 @@ impl AggregatedDiscoveryService for Ads {
 #[cfg(test)]
 mod envoy_tests;
 #[cfg(test)]
+mod fault_tests;
+#[cfg(test)]
 mod tests;
