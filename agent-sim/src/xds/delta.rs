@@ -10,6 +10,7 @@
 //! what it returns, in order.
 
 mod children;
+mod diff;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -77,13 +78,13 @@ impl Received {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Pending {
+pub(super) enum Pending {
     Upsert(String),
     Remove,
 }
 
 #[derive(Debug, Default)]
-struct TypeState {
+pub(super) struct TypeState {
     registered: bool,
     wildcard: bool,
     sent_once: bool,
@@ -331,53 +332,11 @@ impl DeltaStream {
         if versions.is_empty() {
             return None;
         }
-        let mut updates: BTreeMap<String, Pending> = BTreeMap::new();
-        let mut relevant = false;
-        let mut suppressed = false;
-        let mut note = |name: &str, change: Pending, updates: &mut BTreeMap<String, Pending>| {
-            if t.rejected.get(name) == Some(&change) {
-                suppressed = true;
-                return;
-            }
-            let counts = match change {
-                Pending::Remove => remove,
-                Pending::Upsert(_) => upsert,
-            };
-            relevant |= counts;
-            updates.insert(name.to_owned(), change);
-        };
-        if t.wildcard {
-            for (name, have) in &t.versions {
-                match versions.get(name.as_str()) {
-                    None => note(name, Pending::Remove, &mut updates),
-                    Some(v) if v != have => {
-                        note(name, Pending::Upsert((*v).to_owned()), &mut updates);
-                    }
-                    Some(_) => {}
-                }
-            }
-            for (name, v) in &versions {
-                if !t.versions.contains_key(*name) {
-                    note(name, Pending::Upsert((*v).to_owned()), &mut updates);
-                }
-            }
-        } else {
-            for (name, have) in &t.versions {
-                if t.subscriptions.contains(name)
-                    && let Some(v) = versions.get(name.as_str()).filter(|v| **v != have)
-                {
-                    note(name, Pending::Upsert((*v).to_owned()), &mut updates);
-                }
-            }
-            for name in &t.subscriptions {
-                if t.versions.contains_key(name) {
-                    continue;
-                }
-                if let Some(v) = versions.get(name.as_str()) {
-                    note(name, Pending::Upsert((*v).to_owned()), &mut updates);
-                }
-            }
-        }
+        let diff::Diff {
+            updates,
+            relevant,
+            suppressed,
+        } = diff::compute(t, &versions, upsert, remove);
         if !relevant && (t.sent_once || suppressed) {
             return None;
         }
