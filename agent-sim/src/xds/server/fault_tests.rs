@@ -86,3 +86,22 @@ async fn latency_delays_responses() {
     c.next().await.expect("cds");
     assert!(t0.elapsed() >= Duration::from_millis(400));
 }
+
+#[tokio::test]
+async fn servers_unreachable_new_streams_get_the_kept_snapshot() {
+    let h = start(false).await;
+    h.source.put(PROXY, set(&[(CLUSTER, "a", "1")]));
+    let mut c = open(h.addr, None).await.expect("open");
+    c.send(first(CLUSTER, &[])).await;
+    assert_eq!(names(&c.next().await.expect("cds")), nv(&[("a", "1")]));
+    let _guard = h.control.servers_unreachable();
+    let mut rx = h.control.faults.subscribe();
+    while rx.borrow_and_update().servers_down_since.is_none() {
+        rx.changed().await.expect("faults");
+    }
+    h.source.put(PROXY, set(&[(CLUSTER, "a", "2")]));
+    // A reconnecting Envoy gets what the agent kept for the proxy, not the newer state.
+    let mut c2 = open(h.addr, None).await.expect("open");
+    c2.send(first(CLUSTER, &[])).await;
+    assert_eq!(names(&c2.next().await.expect("cds")), nv(&[("a", "1")]));
+}
