@@ -29,6 +29,9 @@ use crate::xds::resources::ProxyResources;
 pub(crate) const DELTA_PATH: &str =
     "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources";
 
+/// How soon a `refresh_at` that is already past is tried again.
+const OVERDUE_RETRY: Duration = Duration::from_secs(1);
+
 /// Consul's `DefaultAuthCheckFrequency`: ACLs are re-checked after this much idleness.
 const AUTH_CHECK_FREQUENCY: Duration = Duration::from_secs(300);
 
@@ -98,7 +101,12 @@ async fn sleep_until_opt(at: Option<Instant>) {
 fn refresh_instant(r: &ProxyResources) -> Option<Instant> {
     let at = r.refresh_at?;
     let wait = at - time::OffsetDateTime::now_utc();
-    let wait = Duration::try_from(wait).unwrap_or(Duration::ZERO);
+    // A moment already past (a renewal that is due but not done yet) is retried after a pause
+    // instead of spinning.
+    let wait = Duration::try_from(wait)
+        .ok()
+        .filter(|w| !w.is_zero())
+        .unwrap_or(OVERDUE_RETRY);
     Some(Instant::now() + wait)
 }
 

@@ -44,6 +44,22 @@ impl TestSource {
         Arc::new(s)
     }
 
+    /// Changes the data without signalling (only `refresh_at` can reveal it).
+    fn put_quietly(
+        &self,
+        proxy: &str,
+        resources: Resources,
+        refresh_at: Option<time::OffsetDateTime>,
+    ) {
+        self.data.lock().insert(
+            proxy.to_owned(),
+            ProxyResources {
+                resources,
+                refresh_at,
+            },
+        );
+    }
+
     pub(super) fn put(&self, proxy: &str, resources: Resources) {
         self.data.lock().insert(
             proxy.to_owned(),
@@ -436,4 +452,21 @@ async fn unknown_proxy_waits_for_registration() {
     h.source.put(PROXY, set(&[(CLUSTER, "a", "1")]));
     let r = c.next().await.expect("after registration");
     assert_eq!(names(&r), nv(&[("a", "1")]));
+}
+
+#[tokio::test]
+async fn refresh_at_rebuilds_without_a_store_change() {
+    let h = start(false).await;
+    let soon = time::OffsetDateTime::now_utc() + time::Duration::milliseconds(300);
+    h.source
+        .put_quietly(PROXY, set(&[(CLUSTER, "a", "1")]), Some(soon));
+    let mut c = open(h.addr, None).await.expect("open");
+    c.send(first(CLUSTER, &[])).await;
+    let r = c.next().await.expect("cds");
+    c.send(ack_of(&r)).await;
+    // The leaf renews at `refresh_at`: nothing signals, yet the new set must go out.
+    h.source
+        .put_quietly(PROXY, set(&[(CLUSTER, "a", "2")]), None);
+    let r = c.next().await.expect("rebuilt at refresh_at");
+    assert_eq!(names(&r), nv(&[("a", "2")]));
 }
