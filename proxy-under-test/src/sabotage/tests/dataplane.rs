@@ -282,7 +282,7 @@ async fn never_recheck_open_keeps_revoked_connections_past_their_lifetime() {
 }
 
 /// An HTTP app answering 200 `app` to anything.
-async fn http_app() -> SocketAddr {
+pub(super) async fn http_app() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     tokio::spawn(async move {

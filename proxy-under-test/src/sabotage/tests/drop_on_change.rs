@@ -1,13 +1,18 @@
-//! `drop-on-change` against the reference: an open web connection that a change does not concern
-//! is closed when the intentions, the leaf or the roots are reloaded, and kept through any other
-//! snapshot change.
+//! `drop-on-change` against the reference: an open web connection (raw TCP or HTTP keep-alive)
+//! that a change does not concern is closed when the intentions, the leaf or the roots are
+//! reloaded, and kept through any other snapshot change.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::dataplane::{Tx, closed_within, snap, start};
+use bytes::Bytes;
+use http::Request;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+
+use super::dataplane::{Tx, closed_within, http_app, snap, start};
 use crate::authz::{DefaultPolicy, Intention, IntentionSet};
-use crate::knobs::Knobs;
+use crate::knobs::{Knobs, Protocol};
 use crate::sabotage::{Sabotage, Sabotages};
 use crate::testutil::*;
 
@@ -109,4 +114,57 @@ async fn drop_on_change_closes_open_connections_when_intentions_leaf_or_roots_ch
 async fn drop_on_change_keeps_connections_through_other_snapshot_changes() {
     let broken: Sabotages = Sabotage::DropOnChange.into();
     assert!(survives(broken, Change::Nothing).await);
+}
+
+/// Whether a keep-alive HTTP connection as web still answers 200 after a leaf renewal, watched
+/// for [`WINDOW`].
+async fn http_survives(set: Sabotages) -> bool {
+    let ca = TestCa::new("Consul CA 1");
+    let app = http_app().await;
+    let knobs = Knobs {
+        protocol: Protocol::Http,
+        ..Knobs::default()
+    };
+    let (tx, dp) = start(snap(
+        &ca,
+        app,
+        intentions(true),
+        DefaultPolicy::DENY,
+        knobs,
+        set,
+    ))
+    .await;
+    let web = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
+    let tls = connect(dp.inbound_addr(), web).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    let mut conn = tokio::spawn(conn);
+    let get = || {
+        Request::get("/")
+            .header("host", "db")
+            .body(Empty::<Bytes>::new())
+            .unwrap()
+    };
+    let first = sender.send_request(get()).await.unwrap();
+    assert_eq!(first.status(), 200, "{set}: allowed before the change");
+    first.into_body().collect().await.unwrap();
+    publish(&tx, &ca, Change::Leaf, set);
+    // The connection task ends when the proxy closes the connection.
+    if tokio::time::timeout(WINDOW, &mut conn).await.is_ok() {
+        return false;
+    }
+    match sender.send_request(get()).await {
+        Ok(resp) => resp.status() == 200,
+        Err(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn drop_on_change_closes_keep_alive_http_connections_too() {
+    assert!(http_survives(Sabotages::NONE).await, "reference");
+    assert!(
+        !http_survives(Sabotage::DropOnChange.into()).await,
+        "drop-on-change"
+    );
 }
