@@ -77,6 +77,7 @@ fn plays_a_scenario_and_prints_what_a_proxy_should_do() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("-proxy-id db-sidecar-proxy"), "{out}");
+    assert!(out.contains("agent-sim connect envoy -bootstrap"), "{out}");
     assert!(out.contains("a correct proxy now:"), "{out}");
     assert!(out.contains("agent: intention web → db: deny"), "{out}");
 }

@@ -204,7 +204,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(s) = &scenario {
         let addr = sim.http_addr();
         tokio::select! {
-            played = scenario::play(sim.control(), &addr, s, cli.scenario_pace) => played?,
+            played = scenario::play(sim.control(), &addr, sim.grpc_addr(), s, cli.scenario_pace) => played?,
             () = shutdown_signal() => {
                 sim.shutdown().await;
                 return Ok(());
