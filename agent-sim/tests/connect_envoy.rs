@@ -245,6 +245,15 @@ async fn consuls_errors() {
         "service is not a Connect proxy or gateway"
     );
 
+    let mut args = base.to_vec();
+    args.extend(["-proxy-id", "web-sidecar-proxy", "-admin-bind", "localhost"]);
+    let out = connect_envoy(&args, &[]).await;
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        out.stderr.trim(),
+        "Invalid Consul HTTP address: address localhost: missing port in address"
+    );
+
     let out = connect_envoy(&["-bogus"], &[]).await;
     assert_eq!(out.code, 1);
     assert_eq!(out.stderr.trim(), "flag provided but not defined: -bogus");

@@ -95,8 +95,12 @@ async fn bootstrap(f: &Flags) -> anyhow::Result<BootstrapParams> {
         bail!("No proxy ID specified. One of -proxy-id, -sidecar-for, or -gateway is required");
     };
     let grpc_addr = grpc_addr(&agent, &f.grpc_addr).await?;
-    let (host, port) = split_host_port(&f.admin_bind)
-        .ok_or_else(|| anyhow!("Invalid Consul HTTP address: address {}", f.admin_bind))?;
+    let (host, port) = split_host_port(&f.admin_bind).ok_or_else(|| {
+        anyhow!(
+            "Invalid Consul HTTP address: address {}: missing port in address",
+            f.admin_bind
+        )
+    })?;
     let admin_ip = resolve(host)
         .await
         .map_err(|e| anyhow!("Failed to resolve admin bind address: {e}"))?;
@@ -185,8 +189,9 @@ async fn grpc_addr(agent: &Agent, flag: &str) -> anyhow::Result<SocketAddr> {
         bail!("a unix socket gRPC address is not supported by agent-sim ({addr:?})");
     }
     let hostport = addr.strip_prefix("http://").unwrap_or(&addr);
-    let (host, port) = split_host_port(hostport)
-        .ok_or_else(|| anyhow!("Invalid Consul HTTP address: address {hostport}"))?;
+    let (host, port) = split_host_port(hostport).ok_or_else(|| {
+        anyhow!("Invalid Consul HTTP address: address {hostport}: missing port in address")
+    })?;
     let ip = resolve(host)
         .await
         .map_err(|e| anyhow!("Failed to resolve agent address: {e}"))?;
