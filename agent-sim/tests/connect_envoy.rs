@@ -342,3 +342,62 @@ async fn without_bootstrap_execs_envoy_or_says_why_not() {
     );
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_grpc_addr_falls_back_to_localhost_8502() {
+    // agent-sim without a gRPC port reports no `xDS.Port` in /v1/agent/self, so the command
+    // uses Consul's dev default, localhost:8502, resolved to an IP for the STATIC cluster.
+    let (sim, token) = sim().await;
+    let http = sim.addr().to_string();
+    let out = connect_envoy(
+        &[
+            "-bootstrap",
+            "-proxy-id",
+            "web-sidecar-proxy",
+            "-http-addr",
+            &http,
+            "-token",
+            &token,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        agent_endpoint(&out.json()),
+        "127.0.0.1:8502".parse().expect("addr")
+    );
+    sim.shutdown().await;
+}
+
+/// Needs `/v1/agent/self` to report `"xDS": {"Port": <gRPC port>}` as Consul does (the xDS
+/// server work); then `connect envoy` finds the port without `-grpc-addr`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "until /v1/agent/self reports xDS.Port"]
+async fn without_grpc_addr_uses_the_agents_xds_port() {
+    let sim = AgentSim::builder()
+        .bind("127.0.0.1:0".parse().expect("addr"))
+        .grpc_bind("127.0.0.1:0".parse().expect("addr"))
+        .run_checks(false)
+        .start()
+        .await
+        .expect("sim starts");
+    sim.control()
+        .register(&json!({"Name": "web", "Port": 8080, "Connect": {"SidecarService": {}}}))
+        .expect("register web");
+    let http = sim.addr().to_string();
+    let out = connect_envoy(
+        &[
+            "-bootstrap",
+            "-proxy-id",
+            "web-sidecar-proxy",
+            "-http-addr",
+            &http,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(Some(agent_endpoint(&out.json())), sim.grpc_addr());
+    sim.shutdown().await;
+}
