@@ -24,6 +24,8 @@ pub struct Control {
     pub(crate) log: Arc<RequestLog>,
     pub(crate) checks: Arc<crate::checks::Schedule>,
     pub(crate) xds_log: Arc<crate::xds::XdsLog>,
+    /// The bound gRPC (xDS) port, once it is served (what `/v1/agent/self` reports).
+    pub(crate) grpc_port: Arc<std::sync::OnceLock<u16>>,
     restart: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -35,6 +37,7 @@ impl Control {
             log,
             checks: Arc::default(),
             xds_log: Arc::default(),
+            grpc_port: Arc::default(),
             restart: Arc::default(),
         }
     }

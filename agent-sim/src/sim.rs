@@ -191,6 +191,9 @@ impl Builder {
                 shutdown_rx.clone(),
             )));
         }
+        if let Some(port) = grpc_addr.map(|a| a.port()) {
+            let _ = control.grpc_port.set(port);
+        }
         if let Some(l) = grpc_listener {
             tasks.push(tokio::spawn(crate::xds::run_grpc(
                 l,

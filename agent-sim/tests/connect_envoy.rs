@@ -370,10 +370,9 @@ async fn without_grpc_addr_falls_back_to_localhost_8502() {
     sim.shutdown().await;
 }
 
-/// Needs `/v1/agent/self` to report `"xDS": {"Port": <gRPC port>}` as Consul does (the xDS
-/// server work); then `connect envoy` finds the port without `-grpc-addr`.
+/// `/v1/agent/self` reports `"xDS": {"Port": <gRPC port>}` as Consul does, so `connect envoy`
+/// finds the port without `-grpc-addr`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "until /v1/agent/self reports xDS.Port"]
 async fn without_grpc_addr_uses_the_agents_xds_port() {
     let sim = AgentSim::builder()
         .bind("127.0.0.1:0".parse().expect("addr"))

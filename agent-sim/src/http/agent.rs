@@ -260,6 +260,24 @@ async fn check_update(
     set_status(&c, &ctx, id, &req.status, Some(req.output)).await
 }
 
+/// Envoy versions the newest Consul lists as supported
+/// (`envoyextensions/xdscommon/ENVOY_VERSIONS`).
+const SUPPORTED_ENVOY: [&str; 4] = ["1.37.2", "1.36.6", "1.35.10", "1.34.14"];
+
+/// `xdsSelf` of Consul's `agent_endpoint.go`: present when the gRPC (xDS) port is served; `Port`
+/// is the plaintext port because the sim serves no TLS gRPC port (`Ports.TLS` = -1). `consul
+/// connect envoy` reads it to find the xDS port when `-grpc-addr` is not given.
+fn xds_self(c: &Control) -> Value {
+    match c.grpc_port.get() {
+        Some(&port) => json!({
+            "SupportedProxies": { "envoy": SUPPORTED_ENVOY },
+            "Port": port,
+            "Ports": { "Plaintext": port, "TLS": -1 },
+        }),
+        None => Value::Null,
+    }
+}
+
 async fn agent_self(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
     let authz = c.authz(&ctx)?;
     let cfg = &c.store.cfg;
@@ -312,7 +330,7 @@ async fn agent_self(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiE
         },
         "Stats": Map::new(),
         "Meta": node.meta,
-        "xDS": Value::Null,
+        "xDS": xds_self(&c),
     });
     Ok(meta::json(&body, ctx.pretty))
 }
