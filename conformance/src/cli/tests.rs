@@ -103,6 +103,7 @@ fn gate_reads_reports() {
         command: "p".into(),
         features: vec![],
         bounds: Default::default(),
+        xds_tls_mode: None,
     };
     let mut report = reports::Report::new(
         reports::Harness::new("0"),
