@@ -231,7 +231,8 @@ impl Manifest {
                     d
                 }
             })
-            .map(Path::to_path_buf);
+            // Absolute (no filesystem access), so the proxy-command artifact reads well.
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
         manifest.validate(&origin)?;
         Ok(manifest)
     }

@@ -142,7 +142,13 @@ tls_mode = "sds"
     .unwrap();
     let mut argv = vec!["../../.tools/envoy".to_owned(), "-c".into()];
     m.resolve_program(&mut argv);
-    assert_eq!(argv[0], "examples/envoy/../../.tools/envoy");
+    let cwd = std::env::current_dir().unwrap();
+    assert_eq!(
+        argv[0],
+        cwd.join("examples/envoy/../../.tools/envoy")
+            .display()
+            .to_string()
+    );
     let mut bare = vec!["envoy".to_owned()];
     m.resolve_program(&mut bare);
     assert_eq!(bare[0], "envoy");
