@@ -276,7 +276,7 @@ async fn play(
             );
             if world.xds.is_some() {
                 // Envoy opens listeners from LDS; let it answer every push before step one.
-                let settled = xds::settle(world.control().xds_log(), ready_timeout).await;
+                let (settled, _) = xds::settle(world.control().xds_log(), ready_timeout).await;
                 result.timeline.push(
                     TimelineEvent::new(
                         at(Instant::now()),
@@ -306,8 +306,7 @@ async fn play(
                 .timeouts
                 .get("propagation")
                 .unwrap_or(Duration::from_secs(5));
-            xds::settle(log, propagation).await;
-            Some(log.entries())
+            Some(xds::settle(log, propagation).await.1)
         }
         None => None,
     };

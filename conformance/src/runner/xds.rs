@@ -58,18 +58,21 @@ fn describe(p: &[Pending]) -> String {
     list.join(", ")
 }
 
-/// Waits, at most `timeout`, until no open stream owes an answer; returns whether it settled.
-pub(crate) async fn settle(log: &XdsLog, timeout: Duration) -> bool {
+/// Waits, at most `timeout`, until no open stream owes an answer. Returns whether it settled,
+/// and the entries that decided it (judge those: a push sent a moment later, e.g. by a leaf
+/// renewal timer while the proxy is being stopped, is not owed an answer yet).
+pub(crate) async fn settle(log: &XdsLog, timeout: Duration) -> (bool, Vec<XdsLogEntry>) {
     let deadline = Instant::now() + timeout;
     loop {
         let entries = log.entries();
         if pending(&entries).0.is_empty() {
-            return true;
+            return (true, entries);
         }
         let last = entries.last().map_or(0, |e| e.seq);
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || log.wait_for(left, |e| e.seq > last).await.is_none() {
-            return pending(&log.entries()).0.is_empty();
+            let entries = log.entries();
+            return (pending(&entries).0.is_empty(), entries);
         }
     }
 }

@@ -190,9 +190,17 @@ async fn settle_waits_for_the_answer() {
         tokio::task::yield_now().await;
         l.record(1, ack(CLUSTER, "1"));
     });
-    assert!(settle(&xlog, Duration::from_secs(30)).await);
+    let (settled, seen) = settle(&xlog, Duration::from_secs(30)).await;
+    assert!(settled);
+    assert_eq!(seen.len(), 3);
+    assert!(judge(&seen, TOKEN, 0).error.is_none());
     answer.await.unwrap();
 
     xlog.record(1, response(LISTENER, "2"));
-    assert!(!settle(&xlog, Duration::from_millis(50)).await);
+    let (settled, seen) = settle(&xlog, Duration::from_millis(50)).await;
+    assert!(!settled);
+    assert_eq!(
+        judge(&seen, TOKEN, 0).error.map(|e| e.kind()),
+        Some("xds_unanswered")
+    );
 }
