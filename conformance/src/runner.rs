@@ -155,14 +155,7 @@ pub async fn run_scenario(cfg: &RunConfig, scenario: &Scenario) -> ScenarioResul
         scenario.clone()
     };
     if cfg.manifest.is_xds() && crate::exec::only_request_log_checks(&scenario.steps) {
-        result.mark_not_supported();
-        result.checks.push(CheckResult::new(
-            "xds",
-            Requirement::Must,
-            Verdict::NotSupported,
-            "checks a proxy that reads the agent's HTTP API",
-            crate::exec::NOT_FOR_XDS,
-        ));
+        xds::not_supported(&mut result);
         return result;
     }
     if scenario.setup.transparent.is_some() {
@@ -277,19 +270,9 @@ async fn play(
             if world.xds.is_some() {
                 // Envoy opens listeners from LDS; let it answer every push before step one.
                 let (settled, _) = xds::settle(world.control().xds_log(), ready_timeout).await;
-                result.timeline.push(
-                    TimelineEvent::new(
-                        at(Instant::now()),
-                        EventKind::Observation,
-                        "xDS configuration answered",
-                    )
-                    .detail(if settled {
-                        "every push so far ACKed or NACKed"
-                    } else {
-                        "pushes still unanswered after the ready timeout"
-                    })
-                    .ok(settled),
-                );
+                result
+                    .timeline
+                    .push(xds::answered_event(at(Instant::now()), settled));
             }
             let mut exec = Exec::new(&mut world, &cfg.timeouts, cfg.manifest.bounds, started);
             let r = exec.run(&scenario.steps).await;
@@ -331,12 +314,8 @@ async fn play(
         return outcome;
     };
     let log = world.control().xds_log();
-    result
-        .artifacts
-        .push(xds::summary(&log.entries(), log.dropped()));
-    let judged = xds::judge(&entries, &world.token, at(Instant::now()));
-    result.checks.extend(judged.checks);
-    match (outcome, judged.error) {
+    let error = xds::record(result, &entries, log, &world.token, at(Instant::now()));
+    match (outcome, error) {
         (Ok(()), Some(e)) => Err(e),
         (outcome, _) => outcome,
     }

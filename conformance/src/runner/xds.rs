@@ -8,7 +8,9 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use agent_sim::xds::{XdsEvent, XdsLog, XdsLogEntry};
-use reports::{Artifact, CheckResult, Requirement, Verdict};
+use reports::{
+    Artifact, CheckResult, EventKind, Requirement, ScenarioResult, TimelineEvent, Verdict,
+};
 use tokio::time::Instant;
 
 use crate::error::Error;
@@ -75,6 +77,46 @@ pub(crate) async fn settle(log: &XdsLog, timeout: Duration) -> (bool, Vec<XdsLog
             return (pending(&entries).0.is_empty(), entries);
         }
     }
+}
+
+/// Marks a scenario whose checks all read the HTTP request log as not supported.
+pub(crate) fn not_supported(result: &mut ScenarioResult) {
+    result.mark_not_supported();
+    result.checks.push(CheckResult::new(
+        "xds",
+        Requirement::Must,
+        Verdict::NotSupported,
+        "checks a proxy that reads the agent's HTTP API",
+        crate::exec::NOT_FOR_XDS,
+    ));
+}
+
+/// The timeline event after the post-readiness [`settle`].
+pub(crate) fn answered_event(at_ms: u64, settled: bool) -> TimelineEvent {
+    TimelineEvent::new(at_ms, EventKind::Observation, "xDS configuration answered")
+        .detail(if settled {
+            "every push so far ACKed or NACKed"
+        } else {
+            "pushes still unanswered after the ready timeout"
+        })
+        .ok(settled)
+}
+
+/// Records the judgement of `entries` (the settled snapshot) in `result`, and the whole log as
+/// an artifact; returns the harness error, if any.
+pub(crate) fn record(
+    result: &mut ScenarioResult,
+    entries: &[XdsLogEntry],
+    log: &XdsLog,
+    token: &str,
+    at_ms: u64,
+) -> Option<Error> {
+    result
+        .artifacts
+        .push(summary(&log.entries(), log.dropped()));
+    let judged = judge(entries, token, at_ms);
+    result.checks.extend(judged.checks);
+    judged.error
 }
 
 /// What the xDS log says about one scenario.

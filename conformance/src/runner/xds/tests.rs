@@ -94,7 +94,7 @@ fn a_nack_is_a_harness_error_carrying_envoys_message() {
     assert!(text.contains("stat_prefix: length < 1"), "{text}");
     assert!(text.contains("Listener nonce 7 on stream 1"), "{text}");
     // Never a proxy failure: the scenario grades `error`.
-    let mut r = reports::ScenarioResult::new("s", "d", reports::Profile::Core, vec![]);
+    let mut r = ScenarioResult::new("s", "d", reports::Profile::Core, vec![]);
     r.checks = j.checks;
     r.error = Some(reports::ErrorInfo::new(err.kind(), text));
     assert_eq!(crate::runner::verdict_of(&r), Verdict::Error);
