@@ -57,8 +57,8 @@ pub enum Command {
 #[derive(Debug, Args, Default)]
 pub struct RunArgs {
     /// Command template of the proxy, e.g. 'my-proxy -proxy-id {proxy_id}' (placeholders:
-    /// {proxy_id} {service} {agent_addr} {token} {token_file} {exe}). Default: the bundled
-    /// reference proxy.
+    /// {proxy_id} {service} {agent_addr} {token} {token_file} {exe}; with feature xds also
+    /// {grpc_addr} {bootstrap} {admin_port}). Default: the bundled reference proxy.
     #[arg(long, value_name = "TEMPLATE")]
     pub proxy_cmd: Option<String>,
     /// Proxy manifest (TOML): name, version, command, features, bounds, proxy_config.
@@ -98,6 +98,10 @@ pub struct RunArgs {
     /// Base seed for generated scenarios (default: random; recorded in the report).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// For an xDS proxy (feature xds): how the sim sends leaf and roots, inline or sds
+    /// (replaces the manifest's `[xds] tls_mode`; recorded in the report).
+    #[arg(long, value_name = "MODE")]
+    pub xds_tls_mode: Option<String>,
 }
 
 /// `conformance list`.

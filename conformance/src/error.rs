@@ -72,6 +72,16 @@ pub enum Error {
     /// A step refers to something the scenario never created.
     #[error("scenario step: {0}")]
     Step(String),
+    /// The xDS proxy rejected configuration the simulated agent pushed (a NACK, with Envoy's
+    /// `error_detail`): the harness's xDS server is at fault, not the proxy.
+    #[error("xDS push rejected: {0}")]
+    XdsNack(String),
+    /// A push the xDS proxy never answered (no ACK, no NACK) on a stream that stayed open.
+    #[error("xDS push never answered: {0}")]
+    XdsUnanswered(String),
+    /// The world of an xDS proxy could not be prepared (no gRPC address, bootstrap rendering).
+    #[error("xDS: {0}")]
+    Xds(String),
     /// Reading or writing a report.
     #[error(transparent)]
     Report(#[from] ReportError),
@@ -101,6 +111,9 @@ impl Error {
             Self::Tls(_) => "tls_material",
             Self::Redirect(_) => "redirect_failed",
             Self::Step(_) => "step_invalid",
+            Self::XdsNack(_) => "xds_nack",
+            Self::XdsUnanswered(_) => "xds_unanswered",
+            Self::Xds(_) => "xds_setup",
             Self::Report(e) => e.kind(),
             Self::ReportDir { .. } => "report_write_failed",
         }
@@ -126,11 +139,20 @@ mod tests {
             Error::io("bind", std::io::Error::other("x")),
             Error::Tls("bad pem".into()),
             Error::Play(PlayError::UnknownInstance("c".into())),
+            Error::XdsNack("x".into()),
+            Error::XdsUnanswered("x".into()),
         ];
         let kinds: Vec<_> = errors.iter().map(Error::kind).collect();
         assert_eq!(
             kinds,
-            ["usage", "harness_io", "tls_material", "unknown_instance"]
+            [
+                "usage",
+                "harness_io",
+                "tls_material",
+                "unknown_instance",
+                "xds_nack",
+                "xds_unanswered"
+            ]
         );
     }
 }

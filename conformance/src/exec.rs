@@ -10,6 +10,8 @@ mod transparent;
 mod usage;
 mod wait;
 
+pub(crate) use self::usage::{NOT_FOR_XDS, only_request_log_checks};
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -25,10 +25,21 @@
 //! # (default: this harness's own `redirect-traffic`; `consul connect redirect-traffic`
 //! # works the same against the simulated agent)
 //! redirect_command = "{exe} redirect-traffic -proxy-id {proxy_id} -proxy-uid {proxy_uid}"
+//!
+//! [xds]               # only for the `xds` feature (a proxy configured over gRPC, e.g. Envoy)
+//! tls_mode = "sds"    # how the sim's xDS server sends leaf and roots: "inline" or "sds"
+//! admin_bind = "127.0.0.1:0"   # Envoy's admin listener in the bootstrap; port 0 = a free one
 //! ```
+//!
+//! A relative program path in `command` (a first word containing `/`, like
+//! `../../.tools/envoy-1.40.0/envoy/_bin/envoy`) is resolved against the manifest file's
+//! directory, so a manifest works from any working directory.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use agent_sim::xds::TlsMode;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -38,6 +49,9 @@ use crate::template;
 
 /// Every feature a proxy can declare (the vocabulary of scenario `features`).
 pub const FEATURES: &[&str] = scenarios::FEATURES;
+
+/// The feature of a proxy configured over the agent's gRPC xDS port (Envoy).
+pub const XDS_FEATURE: &str = "xds";
 
 /// Names of the bounds a proxy can declare, in milliseconds.
 pub const BOUNDS: [&str; 2] = ["reauthorize_ms", "max_lifetime_ms"];
@@ -72,6 +86,39 @@ pub struct Manifest {
     /// How transparent scenarios run the proxy and the redirect step.
     #[serde(default)]
     pub transparent: Transparent,
+    /// How an xDS proxy (feature `xds`) is served and bootstrapped.
+    #[serde(default)]
+    pub xds: Xds,
+    /// The manifest file's directory: a relative program path in `command` is resolved
+    /// against it (`None` for flags and the built-in manifest: the working directory).
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
+}
+
+/// xDS settings (feature `xds`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Xds {
+    /// How the sim's xDS server delivers the sidecar's leaf and roots (`inline` or `sds`).
+    #[serde(default)]
+    pub tls_mode: TlsMode,
+    /// Envoy's admin listener as written into the bootstrap; port 0 picks a free port per
+    /// scenario (so parallel scenarios never clash).
+    #[serde(default = "default_admin_bind")]
+    pub admin_bind: SocketAddr,
+}
+
+fn default_admin_bind() -> SocketAddr {
+    SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
+}
+
+impl Default for Xds {
+    fn default() -> Self {
+        Self {
+            tls_mode: TlsMode::default(),
+            admin_bind: default_admin_bind(),
+        }
+    }
 }
 
 /// Transparent-mode settings: the proxy's UID and the redirect command.
@@ -138,7 +185,12 @@ impl Manifest {
             name: "proxy-under-test".into(),
             version: Some(env!("CARGO_PKG_VERSION").into()),
             command: REFERENCE_COMMAND.into(),
-            features: FEATURES.iter().map(|f| (*f).to_owned()).collect(),
+            // Everything but xDS: the reference proxy reads the HTTP API.
+            features: FEATURES
+                .iter()
+                .filter(|f| **f != XDS_FEATURE)
+                .map(|f| (*f).to_owned())
+                .collect(),
             token_file_args: Some("-token-file {token_file}".into()),
             bounds: Bounds {
                 reauthorize_ms: Some(300),
@@ -146,13 +198,15 @@ impl Manifest {
             },
             proxy_config: knobs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
             transparent: Transparent::default(),
+            xds: Xds::default(),
+            base_dir: None,
         }
     }
 
     /// Parses a manifest file's text; errors name the file (and line, for TOML errors).
     pub fn parse(path: &Path, text: &str) -> Result<Self, Error> {
         let origin = path.display().to_string();
-        let manifest: Self = toml::from_str(text).map_err(|e| {
+        let mut manifest: Self = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| {
                 text.as_bytes()[..s.start.min(text.len())]
                     .iter()
@@ -168,6 +222,17 @@ impl Manifest {
                 message: e.message().to_owned(),
             }
         })?;
+        manifest.base_dir = path
+            .parent()
+            .map(|d| {
+                if d.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    d
+                }
+            })
+            // Absolute (no filesystem access), so the proxy-command artifact reads well.
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
         manifest.validate(&origin)?;
         Ok(manifest)
     }
@@ -199,8 +264,11 @@ impl Manifest {
             bounds: Bounds::default(),
             proxy_config: BTreeMap::new(),
             transparent: Transparent::default(),
+            xds: Xds::default(),
+            base_dir: None,
         };
-        m.validate("--proxy-cmd")?;
+        // `{bootstrap}` etc. may still be allowed by `--features xds` (checked by the caller).
+        m.validate_except_xds("--proxy-cmd")?;
         Ok(m)
     }
 
@@ -213,6 +281,39 @@ impl Manifest {
             .map(str::to_owned)
             .collect();
         self.validate("--features")
+    }
+
+    /// Whether the proxy is configured over xDS (declares [`XDS_FEATURE`]).
+    pub fn is_xds(&self) -> bool {
+        self.features.iter().any(|f| f == XDS_FEATURE)
+    }
+
+    /// `--proxy-cmd` replaces the command: its program path is the working directory's.
+    /// Checked by [`Manifest::validate`] once every flag is applied.
+    pub fn set_command(&mut self, command: &str) {
+        self.command = command.to_owned();
+        self.base_dir = None;
+    }
+
+    /// `--xds-tls-mode inline|sds` replaces the manifest's `xds.tls_mode`.
+    pub fn set_xds_tls_mode(&mut self, mode: &str) -> Result<(), Error> {
+        self.xds.tls_mode = mode.parse().map_err(|message| Error::Manifest {
+            origin: "--xds-tls-mode".into(),
+            message,
+        })?;
+        Ok(())
+    }
+
+    /// A relative program path (containing `/`) resolved against the manifest's directory;
+    /// bare names (looked up on `PATH`) and absolute paths are left alone.
+    pub fn resolve_program(&self, argv: &mut [String]) {
+        let (Some(base), Some(program)) = (&self.base_dir, argv.first_mut()) else {
+            return;
+        };
+        let path = Path::new(program.as_str());
+        if program.contains('/') && path.is_relative() {
+            *program = base.join(path).display().to_string();
+        }
     }
 
     /// `--bound name=ms` sets one bound.
@@ -268,7 +369,38 @@ impl Manifest {
         .collect()
     }
 
-    fn validate(&self, origin: &str) -> Result<(), Error> {
+    /// Checks every field (after flags are applied); errors name `origin`.
+    pub fn validate(&self, origin: &str) -> Result<(), Error> {
+        self.validate_except_xds(origin)?;
+        if self.is_xds() {
+            return Ok(());
+        }
+        for (field, t) in [
+            ("command", Some(self.command.clone())),
+            (
+                "token_file_args",
+                self.token_file_args.as_ref().map(|a| format!("x {a}")),
+            ),
+        ] {
+            let Some(t) = t else { continue };
+            let used = template::xds_placeholders_used(&t).map_err(|e| Error::Manifest {
+                origin: origin.to_owned(),
+                message: format!("{field}: {e}"),
+            })?;
+            if let Some(p) = used.first() {
+                return Err(Error::Manifest {
+                    origin: origin.to_owned(),
+                    message: format!(
+                        "{field}: {{{p}}} is only set for a proxy configured over xDS (declare \
+                         the `{XDS_FEATURE}` feature)"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_except_xds(&self, origin: &str) -> Result<(), Error> {
         let bad = |message: String| Error::Manifest {
             origin: origin.to_owned(),
             message,

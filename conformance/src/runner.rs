@@ -5,6 +5,7 @@
 mod artifacts;
 mod progress;
 mod transparent;
+mod xds;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -113,6 +114,7 @@ pub fn verdict_of(s: &ScenarioResult) -> Verdict {
         command: String::new(),
         features: Vec::new(),
         bounds: Default::default(),
+        xds_tls_mode: None,
     };
     let env = artifacts::environment();
     let mut r = Report::new(Harness::new(""), proxy, env, "", 0);
@@ -152,6 +154,10 @@ pub async fn run_scenario(cfg: &RunConfig, scenario: &Scenario) -> ScenarioResul
     } else {
         scenario.clone()
     };
+    if cfg.manifest.is_xds() && crate::exec::only_request_log_checks(&scenario.steps) {
+        xds::not_supported(&mut result);
+        return result;
+    }
     if scenario.setup.transparent.is_some() {
         let tools = match crate::netns::support() {
             Ok(t) => t,
@@ -261,12 +267,31 @@ async fn play(
                     .detail(format!("ports accepted after {} ms", took.as_millis()))
                     .ok(true),
             );
+            if world.xds.is_some() {
+                // Envoy opens listeners from LDS; let it answer every push before step one.
+                let (settled, _) = xds::settle(world.control().xds_log(), ready_timeout).await;
+                result
+                    .timeline
+                    .push(xds::answered_event(at(Instant::now()), settled));
+            }
             let mut exec = Exec::new(&mut world, &cfg.timeouts, cfg.manifest.bounds, started);
             let r = exec.run(&scenario.steps).await;
             result.timeline.append(&mut exec.timeline);
             result.checks.append(&mut exec.checks);
             r
         }
+    };
+    // The xDS log as it stands while the proxy still runs (its streams count as open).
+    let xds_entries = match &world.xds {
+        Some(_) => {
+            let log = world.control().xds_log();
+            let propagation = cfg
+                .timeouts
+                .get("propagation")
+                .unwrap_or(Duration::from_secs(5));
+            Some(xds::settle(log, propagation).await.1)
+        }
+        None => None,
     };
     let down = proxy.teardown(cfg.grace).await;
     let mut stopped = TimelineEvent::new(at(Instant::now()), EventKind::Step, "proxy stopped")
@@ -285,7 +310,15 @@ async fn play(
     result
         .artifacts
         .extend(artifacts::collect(&proxy, &world.control().request_log()));
-    outcome
+    let Some(entries) = xds_entries else {
+        return outcome;
+    };
+    let log = world.control().xds_log();
+    let error = xds::record(result, &entries, log, &world.token, at(Instant::now()));
+    match (outcome, error) {
+        (Ok(()), Some(e)) => Err(e),
+        (outcome, _) => outcome,
+    }
 }
 
 /// Runs every planned scenario (`cfg.jobs` at a time) and returns the graded report, scenarios
@@ -300,6 +333,7 @@ pub async fn run_all(cfg: &RunConfig, plan: Vec<Planned>, progress: Arc<dyn Prog
         command: m.command.clone(),
         features: m.features.clone(),
         bounds: m.bounds_map(),
+        xds_tls_mode: m.is_xds().then(|| m.xds.tls_mode.as_str().to_owned()),
     };
     let mut env = artifacts::environment();
     let timeouts: Vec<String> = cfg

@@ -2,7 +2,8 @@
 //! in each word, so substituted values containing spaces stay one argument.
 //!
 //! Placeholders: `{proxy_id}`, `{service}`, `{agent_addr}`, `{token}`, `{token_file}`, `{exe}`,
-//! and for transparent mode's redirect command `{proxy_uid}` and `{app_port}`.
+//! for transparent mode's redirect command `{proxy_uid}` and `{app_port}`, and for proxies
+//! configured over xDS (feature `xds`) `{grpc_addr}`, `{bootstrap}` and `{admin_port}`.
 //! `{{` and `}}` stand for literal braces.
 
 use std::collections::BTreeMap;
@@ -10,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::error::Error;
 
 /// Every placeholder a template may use.
-pub const PLACEHOLDERS: [&str; 8] = [
+pub const PLACEHOLDERS: [&str; 11] = [
     "proxy_id",
     "service",
     "agent_addr",
@@ -19,7 +20,14 @@ pub const PLACEHOLDERS: [&str; 8] = [
     "exe",
     "proxy_uid",
     "app_port",
+    "grpc_addr",
+    "bootstrap",
+    "admin_port",
 ];
+
+/// The placeholders that exist only for a proxy configured over xDS (feature `xds`): the
+/// agent's gRPC address, the bootstrap file written per scenario, and Envoy's admin port.
+pub const XDS_PLACEHOLDERS: [&str; 3] = ["grpc_addr", "bootstrap", "admin_port"];
 
 /// Values for the placeholders of one scenario.
 pub type Vars = BTreeMap<&'static str, String>;
@@ -53,6 +61,30 @@ pub fn render(template: &str, vars: &Vars) -> Result<Vec<String>, Error> {
 pub fn check(template: &str) -> Result<(), Error> {
     let vars: Vars = PLACEHOLDERS.iter().map(|p| (*p, String::new())).collect();
     render(template, &vars).map(|_| ())
+}
+
+/// The xDS-only placeholders ([`XDS_PLACEHOLDERS`]) `template` uses, in order of appearance.
+pub fn xds_placeholders_used(template: &str) -> Result<Vec<&'static str>, Error> {
+    check(template)?;
+    let words = split(template).map_err(|message| Error::Template {
+        template: template.to_owned(),
+        message,
+    })?;
+    let mut used = Vec::new();
+    for w in &words {
+        // Each placeholder rendered as a marker nothing else can produce.
+        let vars: Vars = PLACEHOLDERS
+            .iter()
+            .map(|p| (*p, format!("\u{0}{p}\u{0}")))
+            .collect();
+        let rendered = substitute(w, &vars).unwrap_or_default();
+        for p in XDS_PLACEHOLDERS {
+            if rendered.contains(&format!("\u{0}{p}\u{0}")) && !used.contains(&p) {
+                used.push(p);
+            }
+        }
+    }
+    Ok(used)
 }
 
 /// Shell-words splitting.

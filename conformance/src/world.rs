@@ -3,12 +3,14 @@
 //! proxy's listeners, the harness-run app and upstream instances, the setup played through
 //! `agent_sim::play`, and the proxy's command line and environment. In transparent mode the
 //! world lives in the pod namespace (see `netns`): instances and an outside server on the node
-//! side, the proxy as its own UID, and the redirect step's command line.
+//! side, the proxy as its own UID, and the redirect step's command line. For a proxy
+//! configured over xDS the sim also serves gRPC and the world holds its bootstrap (`xds`).
 
 mod apps;
 mod instances;
 mod ports;
 mod transparent;
+mod xds;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -24,6 +26,7 @@ use scenarios::{InstanceSpec, Policy, Setup, Timeouts, TokenDelivery};
 pub(crate) use self::apps::{App, AppBind, AppKind};
 pub(crate) use self::instances::Instances;
 pub(crate) use self::transparent::Pod;
+pub(crate) use self::xds::XdsWorld;
 use crate::error::Error;
 use crate::manifest::Manifest;
 use crate::netns::Node;
@@ -56,6 +59,8 @@ pub(crate) struct World {
     pub(crate) instances: Instances,
     /// Transparent mode: the pod's outside, the proxy's UID, the outbound port.
     pub(crate) pod: Option<Pod>,
+    /// An xDS proxy's gRPC address, bootstrap and admin address.
+    pub(crate) xds: Option<XdsWorld>,
     token_file: PathBuf,
     dir: tempfile::TempDir,
 }
@@ -86,6 +91,11 @@ impl World {
         }
         let jitter = setup.ca_change_jitter.as_deref().unwrap_or("0s");
         builder = builder.ca_change_jitter(go_duration("setup.ca_change_jitter", jitter)?);
+        if manifest.is_xds() {
+            builder = builder
+                .grpc_bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+                .xds_tls_mode(manifest.xds.tls_mode);
+        }
         let sim = builder.start().await?;
         let control = sim.control().clone();
 
@@ -99,6 +109,16 @@ impl World {
         let token_file = dir.path().join("token");
         std::fs::write(&token_file, format!("{token}\n"))
             .map_err(|e| Error::io("write the token file", e))?;
+        let xds = if manifest.is_xds() {
+            Some(xds::prepare(
+                &manifest.xds,
+                sim.grpc_addr(),
+                &token,
+                dir.path(),
+            )?)
+        } else {
+            None
+        };
 
         let kind = match setup.protocol.as_deref() {
             Some("http" | "http2" | "grpc") => AppKind::Http,
@@ -164,6 +184,7 @@ impl World {
             app,
             instances,
             pod,
+            xds,
             token_file,
             dir,
         })
@@ -217,9 +238,10 @@ impl World {
         addrs
     }
 
-    /// The placeholders every command template of this world may use.
+    /// The placeholders every command template of this world may use (the xDS ones only for
+    /// an xDS proxy).
     fn vars(&self, exe: &Path) -> template::Vars {
-        [
+        let mut vars: template::Vars = [
             ("proxy_id", play::PROXY_ID.to_owned()),
             ("service", play::SERVICE.to_owned()),
             ("agent_addr", self.sim.http_addr()),
@@ -228,7 +250,13 @@ impl World {
             ("exe", exe.display().to_string()),
         ]
         .into_iter()
-        .collect()
+        .collect();
+        if let Some(x) = &self.xds {
+            vars.insert("grpc_addr", x.grpc_addr.to_string());
+            vars.insert("bootstrap", x.bootstrap.display().to_string());
+            vars.insert("admin_port", x.admin.port().to_string());
+        }
+        vars
     }
 
     /// The proxy's command line and environment for this world.
@@ -239,6 +267,7 @@ impl World {
     ) -> Result<ProxyCommand, Error> {
         let vars = self.vars(&self.runnable_exe(exe)?);
         let mut argv = template::render(&manifest.command, &vars)?;
+        manifest.resolve_program(&mut argv);
         let mut env = vec![("CONSUL_HTTP_ADDR".to_owned(), self.sim.http_addr())];
         match (self.delivery, &manifest.token_file_args) {
             (TokenDelivery::Env, _) => {

@@ -298,3 +298,61 @@ async fn undeclared_features_and_scenario_bugs() {
     assert_eq!(v, Verdict::Error);
     assert_eq!(r.error.unwrap().kind, "proxy_spawn_failed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xds_proxies_get_a_bootstrap_and_xds_checks() {
+    let mut c = cfg();
+    c.manifest.features = vec!["l4".into(), "xds".into()];
+    // A "proxy" that only checks its bootstrap carries the token, then never connects.
+    c.manifest.command =
+        "sh -c 'grep -q x-consul-token \"$0\" && exec sleep 1000' {bootstrap}".into();
+    c.timeouts.set("ready", Duration::from_millis(700)).unwrap();
+
+    // Only request-log checks: not supported as a whole, nothing started.
+    let (r, v) = run(
+        &c,
+        "[[steps]]\ndo = \"expect\"\nname = \"u\"\ncheck = { kind = \"agent-usage\", token_on_every_request = true }\n",
+    )
+    .await;
+    assert_eq!(v, Verdict::NotSupported);
+    assert_eq!(r.checks.len(), 1);
+    assert_eq!(r.checks[0].name, "xds");
+    assert!(
+        r.checks[0].observed.contains("HTTP request log"),
+        "{:?}",
+        r.checks
+    );
+
+    // It never opens a stream: not ready, and the token check says why.
+    let (r, v) = run(
+        &c,
+        &format!("[[steps]]\ndo = \"expect\"\nname = \"x\"\ncheck = {{ kind = \"inbound\", {WEB}, outcome = \"allowed\" }}\n"),
+    )
+    .await;
+    assert_eq!(v, Verdict::Fail, "{r:#?}");
+    let verdicts: Vec<(&str, Verdict, &str)> = r
+        .checks
+        .iter()
+        .map(|c| (c.name.as_str(), c.verdict, c.observed.as_str()))
+        .collect();
+    let ready = &verdicts[0];
+    assert_eq!((ready.0, ready.1), ("proxy ready", Verdict::Fail));
+    assert!(ready.2.starts_with("ports still refused"), "{verdicts:?}");
+    assert!(verdicts.contains(&(
+        "every xDS push ACKed",
+        Verdict::Pass,
+        "0 responses, all ACKed"
+    )));
+    assert!(verdicts.contains(&(
+        "token on every xDS stream",
+        Verdict::Fail,
+        "no xDS stream was opened"
+    )));
+    let cmd = r
+        .artifacts
+        .iter()
+        .find(|a| a.name == "proxy-command")
+        .unwrap();
+    assert!(cmd.content.ends_with("/bootstrap.json"), "{}", cmd.content);
+    assert!(r.artifacts.iter().any(|a| a.name == "xds-log"));
+}

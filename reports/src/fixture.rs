@@ -26,6 +26,7 @@ pub fn sample_report() -> Report {
         command: "proxy-under-test -proxy-id {proxy_id}".into(),
         features: vec!["l4".into(), "transparent".into()],
         bounds,
+        xds_tls_mode: None,
     };
     let environment = Environment {
         os: "linux".into(),

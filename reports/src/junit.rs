@@ -55,6 +55,9 @@ fn suite_properties(report: &Report, profile: Profile) -> Vec<Property> {
         Property::new("started-at", &report.started_at),
         Property::new("schema-version", &report.schema_version),
     ];
+    if let Some(mode) = &report.proxy.xds_tls_mode {
+        props.push(Property::new("xds-tls-mode", mode));
+    }
     if let Some(p) = report.profile(profile) {
         props.push(Property::new("outcome", p.outcome.as_str()));
     }

@@ -14,6 +14,7 @@
 //!     command: "my-proxy -proxy-id {proxy_id}".into(),
 //!     features: vec!["l4".into()],
 //!     bounds: BTreeMap::new(),
+//!     xds_tls_mode: None,
 //! };
 //! let env = Environment {
 //!     os: "linux".into(),

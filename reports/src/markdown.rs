@@ -66,6 +66,9 @@ fn header(out: &mut String, r: &Report) {
         "- **Declared bounds:** {}",
         or_none(&bounds.join(", "))
     );
+    if let Some(mode) = &r.proxy.xds_tls_mode {
+        let _ = writeln!(out, "- **xDS TLS mode:** {}", text(mode));
+    }
     let _ = writeln!(
         out,
         "- **Run:** started {}, took {}, seed {}",

@@ -17,7 +17,7 @@ pub use self::verdict::{Counts, Outcome, Profile, ProfileResult, Requirement, Ve
 ///
 /// Bump the major on any breaking change (removed/renamed field, changed meaning); readers reject
 /// other majors. A minor bump only adds fields, which readers of the same major ignore.
-pub const SCHEMA_VERSION: &str = "1";
+pub const SCHEMA_VERSION: &str = "1.1";
 
 /// The harness name written into `Report::harness`.
 pub const HARNESS_NAME: &str = "mesh-conformance";
@@ -59,6 +59,10 @@ pub struct ProxyInfo {
     pub features: Vec<String>,
     /// Declared bounds in milliseconds, by name (e.g. `reauthorize-interval`).
     pub bounds: BTreeMap<String, u64>,
+    /// For a proxy configured over xDS (Envoy): how the agent delivered its TLS material,
+    /// `inline` or `sds`; `None` for proxies that read the HTTP API (added in schema 1.1).
+    #[serde(default)]
+    pub xds_tls_mode: Option<String>,
 }
 
 /// Where the run happened.

@@ -18,6 +18,10 @@ pub const FEATURES: &[&str] = &[
     "transparent",
     "unix-sockets",
     "hostname-endpoints",
+    // Configured over the agent's gRPC xDS port (Envoy), not the HTTP API: the harness starts
+    // the sim's xDS server and writes a bootstrap; checks that read the HTTP request log are
+    // not supported for such a proxy.
+    "xds",
 ];
 
 /// The deliberately broken behaviours of the reference proxy (`--sabotage NAME`, test builds

@@ -44,7 +44,7 @@ pub(crate) fn manifest(args: &RunArgs) -> Result<Manifest, Error> {
             let mut m = Manifest::parse(path, &text)?;
             if let Some(cmd) = cmd {
                 crate::template::check(cmd)?;
-                m.command.clone_from(cmd);
+                m.set_command(cmd);
             }
             m
         }
@@ -57,6 +57,10 @@ pub(crate) fn manifest(args: &RunArgs) -> Result<Manifest, Error> {
     for b in &args.bound {
         m.set_bound(b)?;
     }
+    if let Some(mode) = &args.xds_tls_mode {
+        m.set_xds_tls_mode(mode)?;
+    }
+    m.validate("flags")?;
     Ok(m)
 }
 

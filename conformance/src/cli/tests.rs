@@ -45,6 +45,60 @@ fn run_flags_build_the_manifest() {
 }
 
 #[test]
+fn xds_flags_and_the_example_envoy_manifest() {
+    let Command::Run(a) = parse(&[
+        "run",
+        "--proxy-cmd",
+        "envoy -c {bootstrap} --base-id {admin_port}",
+        "--features",
+        "l4,xds",
+        "--xds-tls-mode",
+        "sds",
+    ]) else {
+        panic!("not run")
+    };
+    let m = manifest(&a).unwrap();
+    assert!(m.is_xds());
+    assert_eq!(m.xds.tls_mode, agent_sim::xds::TlsMode::Sds);
+    assert_eq!(m.base_dir, None);
+
+    // {bootstrap} without the xds feature is refused, naming the feature.
+    let Command::Run(a) = parse(&["run", "--proxy-cmd", "envoy -c {bootstrap}"]) else {
+        panic!("not run")
+    };
+    let err = manifest(&a).unwrap_err().to_string();
+    assert!(err.contains("declare the `xds` feature"), "{err}");
+
+    // The checked-in Envoy manifest parses; --xds-tls-mode overrides its mode.
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/envoy/proxy.toml");
+    let Command::Run(a) = parse(&["run", "--manifest", example, "--xds-tls-mode", "sds"]) else {
+        panic!("not run")
+    };
+    let m = manifest(&a).unwrap();
+    assert_eq!(
+        (m.name.as_str(), m.version.as_deref()),
+        ("envoy", Some("1.40.0"))
+    );
+    assert!(m.is_xds());
+    assert_eq!(m.xds.tls_mode, agent_sim::xds::TlsMode::Sds);
+    assert!(!m.features.iter().any(|f| f == "persistent-connections"));
+    assert_eq!(m.bounds_map(), std::collections::BTreeMap::new());
+    assert!(m.command.contains("--drain-time-s 1 "), "{}", m.command);
+    let mut argv = crate::template::split(&m.command).unwrap();
+    m.resolve_program(&mut argv);
+    assert!(
+        argv[0].ends_with("examples/envoy/../../.tools/envoy-1.40.0/envoy/_bin/envoy"),
+        "{}",
+        argv[0]
+    );
+
+    let Command::Run(a) = parse(&["run", "--manifest", example, "--xds-tls-mode", "pem"]) else {
+        panic!("not run")
+    };
+    assert!(manifest(&a).is_err());
+}
+
+#[test]
 fn timeout_overrides() {
     let t = timeouts(&["propagation=10s".into(), "stable=750ms".into()]).unwrap();
     assert_eq!(
@@ -103,6 +157,7 @@ fn gate_reads_reports() {
         command: "p".into(),
         features: vec![],
         bounds: Default::default(),
+        xds_tls_mode: None,
     };
     let mut report = reports::Report::new(
         reports::Harness::new("0"),

@@ -9,6 +9,7 @@ use scenarios::{Check, Expectation, Identity, Requirement};
 use tokio::time::Instant;
 
 use super::expected::expected;
+use super::usage;
 use super::wait::{Evaluator, Next, Outcome, Plan};
 use super::{BOUND_SLACK, Exec, LEAF_PROBE_SERVICE};
 use crate::error::Error;
@@ -27,6 +28,10 @@ impl Exec<'_> {
     /// Evaluates one expectation and records its result.
     pub(super) async fn expect(&mut self, exp: &Expectation) -> Result<(), Error> {
         self.validate(&exp.check)?;
+        if self.world.xds.is_some() && usage::reads_request_log(&exp.check) {
+            self.not_for_xds(exp);
+            return Ok(());
+        }
         let within = exp.within.as_deref().map(|w| self.within(w)).transpose()?;
         let stable = exp
             .stable_for
@@ -140,6 +145,31 @@ impl Exec<'_> {
         );
         self.checks.push(result);
         Ok(())
+    }
+
+    /// Records `exp` as not supported for an xDS proxy (see [`usage::NOT_FOR_XDS`]).
+    fn not_for_xds(&mut self, exp: &Expectation) {
+        let at = self.ms(Instant::now());
+        let requirement = match exp.requirement {
+            Requirement::Must => reports::Requirement::Must,
+            Requirement::Should | Requirement::Info => reports::Requirement::Should,
+        };
+        let result = CheckResult::new(
+            &exp.name,
+            requirement,
+            Verdict::NotSupported,
+            expected(exp, None, None),
+            usage::NOT_FOR_XDS,
+        )
+        .at(at);
+        self.timeline.push(
+            TimelineEvent::new(at, EventKind::Check, &exp.name).detail(format!(
+                "{}: {}",
+                Verdict::NotSupported,
+                usage::NOT_FOR_XDS
+            )),
+        );
+        self.checks.push(result);
     }
 
     /// References a check makes must exist (a scenario bug otherwise, not a proxy failure).

@@ -1,11 +1,13 @@
 //! Judging how a proxy used the agent, from the sim's request log: tokens on every request,
 //! blocking queries per endpoint family, request rate while idle, and index-reset handling.
-//! Pure functions over log entries.
+//! Pure functions over log entries; and which checks read that log (not supported for a proxy
+//! configured over xDS, which never calls the HTTP API).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use agent_sim::request_log::LogEntry;
+use scenarios::{Check, Step};
 
 use super::wait::Observation;
 
@@ -35,6 +37,27 @@ pub(crate) fn family(path: &str) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// Why a request-log check is not supported for an xDS proxy.
+pub(crate) const NOT_FOR_XDS: &str = "not supported for a proxy configured over xDS: the check \
+    reads the agent's HTTP request log (blocking queries, tokens, indexes), and such a proxy gets \
+    its configuration over gRPC instead (the token on its xDS streams is checked separately)";
+
+/// Whether `check` judges the agent's HTTP request log.
+pub(crate) fn reads_request_log(check: &Check) -> bool {
+    matches!(check, Check::AgentUsage { .. } | Check::IndexResetHonoured)
+}
+
+/// Whether every `expect` of `steps` reads the request log (and there is one): for an xDS
+/// proxy such a scenario verifies nothing and is not supported as a whole.
+pub(crate) fn only_request_log_checks(steps: &[Step]) -> bool {
+    let mut checks = steps.iter().filter_map(|s| match s {
+        Step::Expect(e) => Some(&e.check),
+        _ => None,
+    });
+    let first = checks.next();
+    first.is_some_and(reads_request_log) && checks.all(reads_request_log)
 }
 
 /// What an `agent-usage` check asks.

@@ -99,7 +99,9 @@ fn supports_lists_missing_features() {
 #[test]
 fn reference_declares_everything() {
     let m = Manifest::reference();
-    assert_eq!(m.features.len(), FEATURES.len());
+    // Every feature but `xds`: it reads the HTTP API.
+    assert_eq!(m.features.len(), FEATURES.len() - 1);
+    assert!(!m.is_xds() && !m.features.iter().any(|f| f == XDS_FEATURE));
     assert_eq!(m.command, REFERENCE_COMMAND);
     assert_eq!(m.proxy_config["reauthorize_interval_ms"], json!(300));
     assert_eq!(m.bounds.reauthorize_ms, Some(300));
@@ -114,4 +116,70 @@ fn names_come_from_the_program_not_a_placeholder() {
         "reference-proxy"
     );
     assert_eq!(name("{token_file} -proxy-id {proxy_id}"), "proxy");
+}
+
+#[test]
+fn xds_table_and_placeholders() {
+    let m = parse(
+        r#"
+name = "envoy"
+command = "bin/envoy -c {bootstrap} --base-id {admin_port}"
+features = ["l4", "xds"]
+[xds]
+tls_mode = "sds"
+"#,
+    )
+    .unwrap();
+    assert!(m.is_xds());
+    assert_eq!(m.xds.tls_mode, TlsMode::Sds);
+    assert_eq!(m.xds.admin_bind, "127.0.0.1:0".parse().unwrap());
+
+    // The program path is the manifest directory's.
+    let m = Manifest::parse(
+        Path::new("examples/envoy/proxy.toml"),
+        "name = \"e\"\ncommand = \"../../.tools/envoy -c {bootstrap}\"\nfeatures = [\"xds\"]\n",
+    )
+    .unwrap();
+    let mut argv = vec!["../../.tools/envoy".to_owned(), "-c".into()];
+    m.resolve_program(&mut argv);
+    let cwd = std::env::current_dir().unwrap();
+    assert_eq!(
+        argv[0],
+        cwd.join("examples/envoy/../../.tools/envoy")
+            .display()
+            .to_string()
+    );
+    let mut bare = vec!["envoy".to_owned()];
+    m.resolve_program(&mut bare);
+    assert_eq!(bare[0], "envoy");
+    let mut abs = vec!["/usr/bin/envoy".to_owned()];
+    m.resolve_program(&mut abs);
+    assert_eq!(abs[0], "/usr/bin/envoy");
+
+    // Defaults: inline, admin on a free loopback port.
+    let m = parse("name = \"e\"\ncommand = \"e -c {bootstrap}\"\nfeatures = [\"xds\"]\n").unwrap();
+    assert_eq!(m.xds, Xds::default());
+    assert_eq!(m.xds.tls_mode, TlsMode::Inline);
+
+    let err = parse("name = \"e\"\ncommand = \"e\"\n[xds]\ntls_mode = \"pem\"\n").unwrap_err();
+    assert!(err.to_string().contains("unknown variant `pem`"), "{err}");
+}
+
+#[test]
+fn xds_placeholders_need_the_xds_feature() {
+    let err =
+        parse("name = \"e\"\ncommand = \"e -c {bootstrap}\"\nfeatures = [\"l4\"]\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("command: {bootstrap} is only set for a proxy configured over xDS"),
+        "{err}"
+    );
+    // Flags: --proxy-cmd first, then --features xds makes it valid.
+    let mut m = Manifest::from_command("envoy -c {bootstrap}").unwrap();
+    assert!(m.validate("flags").is_err());
+    m.set_features("l4,xds").unwrap();
+    m.validate("flags").unwrap();
+    m.set_xds_tls_mode("sds").unwrap();
+    assert_eq!(m.xds.tls_mode, TlsMode::Sds);
+    assert!(m.set_xds_tls_mode("both").is_err());
 }

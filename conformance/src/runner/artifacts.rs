@@ -55,7 +55,9 @@ fn notable(line: &str) -> bool {
         let w = w.trim_matches(|c: char| !c.is_ascii_alphabetic());
         ["WARN", "WARNING", "ERROR", "ERR", "FATAL", "PANIC"].contains(&w)
             || w.eq_ignore_ascii_case("warn")
+            || w.eq_ignore_ascii_case("warning")
             || w.eq_ignore_ascii_case("error")
+            || w.eq_ignore_ascii_case("critical")
     };
     let lower = line.trim_start().to_ascii_lowercase();
     first.iter().any(level)
@@ -209,7 +211,9 @@ mod tests {
                 "sh".into(),
                 "-c".into(),
                 "echo 'INFO fine error=none'; echo '2026-11-21T22:53:03.194263Z  WARN agent slow' >&2; \
-                 echo 'ERROR boom'; echo 'error: cannot start'"
+                 echo 'ERROR boom'; echo 'error: cannot start'; \
+                 echo '2026-11-24T11:00:00.123 info [main] all good'; \
+                 echo '2026-11-24T11:00:00.124 warning [config] deprecated field'"
                     .into(),
             ],
             ..Default::default()
@@ -224,7 +228,12 @@ mod tests {
         let labels: Vec<&str> = events.iter().map(|e| e.label.as_str()).collect();
         assert_eq!(
             labels,
-            ["ERROR boom", "WARN agent slow", "error: cannot start"]
+            [
+                "ERROR boom",
+                "WARN agent slow",
+                "error: cannot start",
+                "warning [config] deprecated field"
+            ]
         );
         assert!(
             events

@@ -86,3 +86,43 @@ fn template_errors_name_the_problem() {
     assert!(check("my-proxy -proxy-id {proxy_id}").is_ok());
     assert!(check("my-proxy {agent}").is_err());
 }
+
+#[test]
+fn xds_placeholders_render() {
+    let mut v = vars();
+    v.insert("grpc_addr", "127.0.0.1:8502".into());
+    v.insert("bootstrap", "/tmp/s 1/bootstrap.json".into());
+    v.insert("admin_port", "19000".into());
+    let argv = render(
+        "envoy -c {bootstrap} --admin {{port}}={admin_port} --xds {grpc_addr}",
+        &v,
+    )
+    .unwrap();
+    assert_eq!(
+        argv,
+        [
+            "envoy",
+            "-c",
+            "/tmp/s 1/bootstrap.json",
+            "--admin",
+            "{port}=19000",
+            "--xds",
+            "127.0.0.1:8502"
+        ]
+    );
+}
+
+#[test]
+fn xds_placeholders_are_found() {
+    assert_eq!(
+        xds_placeholders_used("envoy -c {bootstrap} -x a{admin_port}b {proxy_id} {bootstrap}")
+            .unwrap(),
+        ["bootstrap", "admin_port"]
+    );
+    assert!(
+        xds_placeholders_used("p -proxy-id {proxy_id} '{{bootstrap}}'")
+            .unwrap()
+            .is_empty()
+    );
+    assert!(xds_placeholders_used("p {nope}").is_err());
+}

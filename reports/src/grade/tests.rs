@@ -15,6 +15,7 @@ fn report(scenarios: Vec<ScenarioResult>) -> Report {
         command: "p".into(),
         features: vec![],
         bounds: Default::default(),
+        xds_tls_mode: None,
     };
     let env = Environment {
         os: "linux".into(),

@@ -32,7 +32,7 @@ fn rejects_another_major_version() {
             err.to_string(),
             format!(
                 "unsupported report schema version {found:?}: this build reads major version 1 \
-                 (writes \"1\"); use a harness of the matching version"
+                 (writes {SCHEMA_VERSION:?}); use a harness of the matching version"
             )
         );
     }
@@ -85,4 +85,19 @@ fn schema_mismatch_names_the_path() {
     };
     assert_eq!(path, "scenarios[2].checks[1].verdict");
     assert!(message.contains("unknown variant `failed`"), "{message}");
+}
+
+#[test]
+fn a_version_1_report_without_xds_tls_mode_still_reads() {
+    let mut v: Value = serde_json::from_str(&to_json(&sample_report())).unwrap();
+    v["schema_version"] = "1".into();
+    let proxy = v["proxy"].as_object_mut().unwrap();
+    assert!(proxy.remove("xds_tls_mode").is_some());
+    let r = Report::from_json(&v.to_string()).unwrap();
+    assert_eq!(r.proxy.xds_tls_mode, None);
+
+    let mut with = sample_report();
+    with.proxy.xds_tls_mode = Some("sds".into());
+    let back = Report::from_json(&to_json(&with)).unwrap();
+    assert_eq!(back.proxy.xds_tls_mode.as_deref(), Some("sds"));
 }

@@ -86,3 +86,11 @@ fn terminal_escapes_in_output_do_not_break_the_xml() {
     assert!(xml.contains("ERROR &lt;/system-err&gt; &amp;"), "{xml}");
     quick_junit::Report::deserialize_from_str(&xml).unwrap();
 }
+
+#[test]
+fn the_xds_tls_mode_is_a_suite_property_for_xds_proxies() {
+    let mut r = sample_report();
+    assert!(!to_junit(&r).contains("xds-tls-mode"));
+    r.proxy.xds_tls_mode = Some("inline".into());
+    assert!(to_junit(&r).contains(r#"<property name="xds-tls-mode" value="inline"/>"#));
+}

@@ -55,3 +55,11 @@ fn hostile_text_stays_text() {
         "{md}"
     );
 }
+
+#[test]
+fn the_xds_tls_mode_is_shown_only_for_xds_proxies() {
+    let mut r = sample_report();
+    assert!(!to_markdown(&r).contains("xDS TLS mode"));
+    r.proxy.xds_tls_mode = Some("sds".into());
+    assert!(to_markdown(&r).contains("- **xDS TLS mode:** sds\n"));
+}

@@ -193,3 +193,39 @@ fn a_stalled_proxy_is_caught() {
         "no request after the reset used a smaller index (2 requests since)"
     );
 }
+
+fn scenario_steps(checks: &[&str]) -> Vec<Step> {
+    let mut text = String::from(
+        "id = \"x\"\ndescription = \"x\"\nprofile = \"core\"\nfeatures = [\"l4\"]\n[setup]\n\
+         [[steps]]\ndo = \"index-reset\"\n",
+    );
+    for (i, c) in checks.iter().enumerate() {
+        text.push_str(&format!(
+            "[[steps]]\ndo = \"expect\"\nname = \"c{i}\"\ncheck = {c}\n"
+        ));
+    }
+    text.push_str("[[steps]]\ndo = \"mark\"\nname = \"m\"\n");
+    scenarios::parse("x.toml", &text)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .steps
+}
+
+#[test]
+fn request_log_checks_are_recognised() {
+    let usage = "{ kind = \"agent-usage\", token_on_every_request = true }";
+    let reset = "{ kind = \"index-reset-honoured\" }";
+    let inbound = "{ kind = \"inbound\", identity = { kind = \"service\", service = \"web\" }, \
+                   outcome = \"allowed\" }";
+    assert!(only_request_log_checks(&scenario_steps(&[usage, reset])));
+    assert!(only_request_log_checks(&scenario_steps(&[usage])));
+    assert!(!only_request_log_checks(&scenario_steps(&[usage, inbound])));
+    assert!(!only_request_log_checks(&scenario_steps(&[inbound])));
+    // Nothing to check at all is not "only request-log checks".
+    assert!(!only_request_log_checks(&scenario_steps(&[])));
+    // The catalogue's request-log scenarios also check traffic, so they still run.
+    for s in scenarios::catalogue() {
+        if ["agent-blocking", "index-reset", "acl-token-file"].contains(&s.id.as_str()) {
+            assert!(!only_request_log_checks(&s.steps), "{}", s.id);
+        }
+    }
+}
