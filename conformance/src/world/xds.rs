@@ -27,13 +27,14 @@ pub(crate) struct XdsWorld {
 pub(crate) const BOOTSTRAP_FILE: &str = "bootstrap.json";
 
 /// The bootstrap's parameters: the sidecar's ID, its destination service as the cluster, CE's
-/// default namespace and partition, the proxy's token.
+/// default namespace and partition, the sim's (default) datacenter, the proxy's token.
 pub(crate) fn params(grpc_addr: SocketAddr, token: &str, admin: SocketAddr) -> BootstrapParams {
     BootstrapParams {
         proxy_id: play::PROXY_ID.to_owned(),
         cluster: play::SERVICE.to_owned(),
         namespace: "default".into(),
         partition: "default".into(),
+        datacenter: agent_sim::config::SimConfig::default().datacenter,
         grpc_addr,
         token: Some(token.to_owned()),
         admin_bind: admin,
