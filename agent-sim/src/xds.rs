@@ -20,6 +20,8 @@ pub mod resources;
 pub mod types;
 
 mod server;
+#[cfg(test)]
+pub(crate) mod test_envoy;
 
 pub use log::{XdsEvent, XdsLog, XdsLogEntry};
 pub use types::{Resource, Resources, TlsMode, XdsConfig};

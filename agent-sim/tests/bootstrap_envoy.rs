@@ -6,7 +6,6 @@
 //! Skipped with a printed reason when Envoy is absent (`ENVOY_BIN` or the workspace's
 //! `.tools/envoy-1.40.0/envoy/_bin/envoy`).
 
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -21,6 +20,10 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status, Streaming};
+
+#[path = "../src/xds/test_envoy.rs"]
+#[allow(unreachable_pub, dead_code)]
+mod test_envoy;
 
 type Pending<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
@@ -63,30 +66,11 @@ impl AggregatedDiscoveryService for Recorder {
     }
 }
 
-fn envoy_bin() -> Result<PathBuf, String> {
-    let p = match std::env::var_os("ENVOY_BIN") {
-        Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../.tools/envoy-1.40.0/envoy/_bin/envoy"),
-    };
-    if p.is_file() {
-        Ok(p)
-    } else {
-        Err(format!(
-            "no Envoy at {} (run scripts/install-envoy.sh or set ENVOY_BIN)",
-            p.display()
-        ))
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn envoy_opens_delta_ads_with_token_and_node_id() {
-    let envoy = match envoy_bin() {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("SKIPPED envoy_opens_delta_ads_with_token_and_node_id: {why}");
-            return;
-        }
+    let Some(envoy) = test_envoy::envoy_or_skip("envoy_opens_delta_ads_with_token_and_node_id")
+    else {
+        return;
     };
     let incoming =
         tonic::transport::server::TcpIncoming::bind("127.0.0.1:0".parse().expect("addr"))

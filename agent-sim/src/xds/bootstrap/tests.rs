@@ -2,7 +2,6 @@
 //! accepting it (`envoy --mode validate`).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::Command;
 
 use super::*;
@@ -92,36 +91,10 @@ fn identity_and_agent_address_come_from_the_params() {
     );
 }
 
-/// `ENVOY_BIN`, else the binary `scripts/install-envoy.sh` puts under the workspace.
-fn envoy_bin() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("ENVOY_BIN") {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!("ENVOY_BIN={} is not a file", p.display()))
-        };
-    }
-    let p =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/envoy-1.40.0/envoy/_bin/envoy");
-    if p.is_file() {
-        Ok(p)
-    } else {
-        Err(format!(
-            "no Envoy at {} (run scripts/install-envoy.sh or set ENVOY_BIN)",
-            p.display()
-        ))
-    }
-}
-
 #[test]
 fn envoy_accepts_it() {
-    let envoy = match envoy_bin() {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("SKIPPED envoy_accepts_it: {why}");
-            return;
-        }
+    let Some(envoy) = crate::xds::test_envoy::envoy_or_skip("envoy_accepts_it") else {
+        return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
     for (name, p) in [

@@ -1,8 +1,7 @@
 //! Interop with a real Envoy 1.40 (installed by `scripts/install-envoy.sh`): delta ADS over this
 //! transport is accepted, every push is ACKed, a bad resource is NACKed with Envoy's message.
-//! Ignored by default (it needs the binary): `cargo test -p agent-sim --lib envoy -- --ignored`.
+//! Skipped with a printed reason when Envoy is absent (see `xds::test_envoy`).
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -22,10 +21,6 @@ use prost::{Message, Name};
 use super::tests::{PROXY, start};
 use crate::xds::XdsEvent;
 use crate::xds::types::{CLUSTER, ENDPOINT, LISTENER, Resource, Resources};
-
-fn envoy_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/envoy-1.40.0/envoy/_bin/envoy")
-}
 
 fn addr(port: u32) -> Address {
     Address {
@@ -127,14 +122,12 @@ fn bootstrap(grpc_port: u16) -> String {
 }
 
 #[tokio::test]
-#[ignore = "needs Envoy 1.40 from scripts/install-envoy.sh"]
 async fn envoy_acks_every_push_and_nacks_a_bad_listener() {
-    let bin = envoy_bin();
-    assert!(
-        bin.exists(),
-        "run scripts/install-envoy.sh first ({})",
-        bin.display()
-    );
+    let Some(bin) =
+        crate::xds::test_envoy::envoy_or_skip("envoy_acks_every_push_and_nacks_a_bad_listener")
+    else {
+        return;
+    };
     let h = start(false).await;
     h.source.put(PROXY, resources(9, "db"));
     let dir = tempfile::tempdir().expect("tempdir");

@@ -4,7 +4,6 @@
 //! printed, when the Envoy binary is absent (`ENVOY_BIN`, else the workspace's
 //! `.tools/envoy-1.40.0/envoy/_bin/envoy`).
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use envoy_types::pb::envoy::config::bootstrap::v3::{Bootstrap, bootstrap::StaticResources};
@@ -31,25 +30,6 @@ use super::super::any;
 use super::{build, decode, proxy, sim};
 use crate::control::Control;
 use crate::xds::types::{self, Resources, TlsMode};
-
-/// The Envoy binary, or why the test cannot run.
-fn envoy_bin() -> Result<PathBuf, String> {
-    let path = std::env::var_os("ENVOY_BIN").map_or_else(
-        || {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../.tools/envoy-1.40.0/envoy/_bin/envoy")
-        },
-        PathBuf::from,
-    );
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(format!(
-            "Envoy binary not found at {} (set ENVOY_BIN or run scripts/install-envoy.sh)",
-            path.display()
-        ))
-    }
-}
 
 /// The resources as a static bootstrap.
 fn bootstrap(r: &Resources) -> Bootstrap {
@@ -131,12 +111,9 @@ fn static_listener(mut l: Listener, routes: &[RouteConfiguration]) -> Listener {
 
 /// Runs `envoy --mode validate` on the bootstrap; `Ok(false)` when skipped.
 fn validate(name: &str, r: &Resources) -> Result<bool, String> {
-    let bin = match envoy_bin() {
-        Ok(b) => b,
-        Err(why) => {
-            eprintln!("SKIPPED envoy validation of {name}: {why}");
-            return Ok(false);
-        }
+    let Some(bin) = crate::xds::test_envoy::envoy_or_skip(&format!("envoy validation of {name}"))
+    else {
+        return Ok(false);
     };
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let path = dir.path().join("x.pb");
