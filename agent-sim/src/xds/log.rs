@@ -214,24 +214,9 @@ impl XdsLog {
         }
     }
 
-    /// Every response of every stream that was never ACKed or NACKed, as (stream, type URL,
-    /// nonce): what the client still owes an answer for. A response superseded on a stream
-    /// that closed before answering is included.
+    /// Every response of every stream that was never ACKed or NACKed (see [`unanswered`]).
     pub fn unanswered(&self) -> Vec<(u64, String, String)> {
-        let inner = self.inner.lock();
-        let mut open: Vec<(u64, String, String)> = Vec::new();
-        for e in &inner.entries {
-            match &e.event {
-                XdsEvent::Response {
-                    type_url, nonce, ..
-                } => open.push((e.stream, type_url.clone(), nonce.clone())),
-                XdsEvent::Ack { nonce, .. } | XdsEvent::Nack { nonce, .. } => {
-                    open.retain(|(s, _, n)| !(*s == e.stream && n == nonce));
-                }
-                _ => {}
-            }
-        }
-        open
+        unanswered(self.inner.lock().entries.iter())
     }
 
     /// Every NACK recorded.
@@ -244,4 +229,25 @@ impl XdsLog {
             .cloned()
             .collect()
     }
+}
+
+/// Every response among `entries` that was never ACKed or NACKed, as (stream, type URL, nonce):
+/// what the client still owes an answer for. A response on a stream that closed before
+/// answering is included.
+pub fn unanswered<'a>(
+    entries: impl IntoIterator<Item = &'a XdsLogEntry>,
+) -> Vec<(u64, String, String)> {
+    let mut open: Vec<(u64, String, String)> = Vec::new();
+    for e in entries {
+        match &e.event {
+            XdsEvent::Response {
+                type_url, nonce, ..
+            } => open.push((e.stream, type_url.clone(), nonce.clone())),
+            XdsEvent::Ack { nonce, .. } | XdsEvent::Nack { nonce, .. } => {
+                open.retain(|(s, _, n)| !(*s == e.stream && n == nonce));
+            }
+            _ => {}
+        }
+    }
+    open
 }

@@ -28,23 +28,14 @@ type Pending = (u64, String, String);
 
 /// Responses never ACKed or NACKed, split by whether their stream is still open.
 fn pending(entries: &[XdsLogEntry]) -> (Vec<Pending>, Vec<Pending>) {
-    let mut open: Vec<Pending> = Vec::new();
-    let mut closed = BTreeSet::new();
-    for e in entries {
-        match &e.event {
-            XdsEvent::Response {
-                type_url, nonce, ..
-            } => open.push((e.stream, type_url.clone(), nonce.clone())),
-            XdsEvent::Ack { nonce, .. } | XdsEvent::Nack { nonce, .. } => {
-                open.retain(|(s, _, n)| !(*s == e.stream && n == nonce));
-            }
-            XdsEvent::Closed { .. } => {
-                closed.insert(e.stream);
-            }
-            _ => {}
-        }
-    }
-    open.into_iter().partition(|(s, _, _)| !closed.contains(s))
+    let closed: BTreeSet<u64> = entries
+        .iter()
+        .filter(|e| matches!(e.event, XdsEvent::Closed { .. }))
+        .map(|e| e.stream)
+        .collect();
+    agent_sim::xds::log::unanswered(entries)
+        .into_iter()
+        .partition(|(s, _, _)| !closed.contains(s))
 }
 
 /// The last path segment of a type URL (`Cluster`, `Listener`, ...).
