@@ -1,4 +1,5 @@
-//! The accept loop: serves the router over HTTP/1.1 and plays the connection-level faults. While
+//! The accept loop: serves the router over HTTP/1.1 (and, through [`accept_loop`], any
+//! per-connection service such as the gRPC xDS port) and plays the connection-level faults. While
 //! the agent is "down" the port stays reserved by a bound, non-listening socket, so connections
 //! are refused (RST) and no other process can take the port; open connections are cut.
 
@@ -38,9 +39,35 @@ pub(crate) fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
 pub(crate) async fn run(
     listener: TcpListener,
     app: Router,
+    faults: watch::Receiver<Arc<FaultSet>>,
+    shutdown: watch::Receiver<bool>,
+) {
+    accept_loop(listener, faults, shutdown, move |stream| {
+        let svc = TowerToHyperService::new(app.clone());
+        async move {
+            let conn = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), svc);
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        }
+    })
+    .await;
+}
+
+/// Accepts on `listener` until `shutdown` turns true, running `serve` for every connection, and
+/// plays the agent-down fault: the listener is closed (the port reserved) and every open
+/// connection is cut; it listens again when the fault ends.
+pub(crate) async fn accept_loop<F, Fut>(
+    listener: TcpListener,
     mut faults: watch::Receiver<Arc<FaultSet>>,
     mut shutdown: watch::Receiver<bool>,
-) {
+    serve: F,
+) where
+    F: Fn(tokio::net::TcpStream) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let addr = match listener.local_addr() {
         Ok(a) => a,
         Err(e) => {
@@ -86,15 +113,7 @@ pub(crate) async fn run(
             accepted = accept(listener.as_ref()) => match accepted {
                 Ok((stream, _peer)) => {
                     let _ = stream.set_nodelay(true);
-                    let svc = TowerToHyperService::new(app.clone());
-                    conns.spawn(async move {
-                        let conn = hyper::server::conn::http1::Builder::new()
-                            .keep_alive(true)
-                            .serve_connection(TokioIo::new(stream), svc);
-                        if let Err(e) = conn.await {
-                            tracing::debug!(error = %e, "connection ended with an error");
-                        }
-                    });
+                    conns.spawn(serve(stream));
                 }
                 Err(e) => {
                     // EMFILE and friends: back off briefly instead of spinning.

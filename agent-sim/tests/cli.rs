@@ -25,6 +25,8 @@ fn bad_flags_and_files_are_clear_errors() {
     let (code, _, err) = agent_sim(&[
         "--listen",
         "127.0.0.1:0",
+        "--grpc-listen",
+        "off",
         "--preload",
         "/nonexistent/preload.hcl",
     ]);
@@ -45,6 +47,12 @@ fn bad_flags_and_files_are_clear_errors() {
     );
     let (code, _, err) = agent_sim(&["--listen", "not-an-address"]);
     assert_eq!(code, 2, "{err}");
+    let (code, _, err) = agent_sim(&["--grpc-listen", "nowhere"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("expected ADDR:PORT or off"), "{err}");
+    let (code, _, err) = agent_sim(&["--xds-tls-mode", "file"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("expected inline or sds"), "{err}");
 }
 
 #[test]
@@ -69,6 +77,10 @@ fn plays_a_scenario_and_prints_what_a_proxy_should_do() {
     let (code, out, err) = agent_sim(&[
         "--listen",
         "127.0.0.1:0",
+        "--grpc-listen",
+        "127.0.0.1:0",
+        "--xds-tls-mode",
+        "sds",
         "--scenario",
         "intention-change",
         "--scenario-pace",
@@ -77,6 +89,8 @@ fn plays_a_scenario_and_prints_what_a_proxy_should_do() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("-proxy-id db-sidecar-proxy"), "{out}");
+    assert!(out.contains("xDS (gRPC, delta ADS) on 127.0.0.1:"), "{out}");
+    assert!(out.contains(", TLS sds"), "{out}");
     assert!(out.contains("a correct proxy now:"), "{out}");
     assert!(out.contains("agent: intention web → db: deny"), "{out}");
 }

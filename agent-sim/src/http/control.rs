@@ -1,5 +1,6 @@
 //! The control API under `/_sim/` (a prefix that cannot collide with Consul's `/v1/`): faults,
-//! CA rotation, index reset, restart, check status, tokens, test identities, the request log.
+//! CA rotation, index reset, restart, check status, tokens, test identities, the request log and
+//! the xDS log.
 //! Bodies are JSON; errors are plain text like the rest of the agent.
 
 use std::time::Duration;
@@ -38,6 +39,7 @@ pub(crate) fn routes() -> Router<Control> {
         .route("/checks", put(set_check))
         .route("/tokens", post(create_token))
         .route("/log", get(log).delete(clear_log))
+        .route("/xds-log", get(xds_log))
         .fallback(|| async {
             ApiError::not_found("unknown control endpoint; see the README's control API section")
         })
@@ -213,6 +215,19 @@ async fn log(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
         None => 0,
     };
     Ok(Json(json!({ "Dropped": c.log.dropped(), "Entries": c.log.since(since) })).into_response())
+}
+
+/// The xDS log: every stream's opening (node, token, peer), requests, responses (names and
+/// versions), ACKs, NACKs (with Envoy's detail) and closing, after sequence number `since`.
+async fn xds_log(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
+    let since = match ctx.query.non_empty("since") {
+        Some(s) => s
+            .parse()
+            .map_err(|_| ApiError::bad_request("since must be a sequence number"))?,
+        None => 0,
+    };
+    let log = c.xds_log();
+    Ok(Json(json!({ "Dropped": log.dropped(), "Entries": log.since(since) })).into_response())
 }
 
 async fn clear_log(State(c): State<Control>) -> Response {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use agent_sim::acl::{AclConfig, DefaultPolicy};
 use agent_sim::config::{IntentionDefault, SimConfig};
 use agent_sim::duration::GoDuration;
+use agent_sim::xds::{TlsMode, XdsConfig};
 use agent_sim::{AgentSim, preload};
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
@@ -26,6 +27,14 @@ struct Cli {
     /// Also serve the control API on this separate address (reachable while the agent is down).
     #[arg(long, value_name = "ADDR")]
     control_listen: Option<SocketAddr>,
+    /// Address of the gRPC xDS server (delta ADS for Envoy, like a dev agent's 8502); `off`
+    /// serves no gRPC port.
+    #[arg(long, default_value = "127.0.0.1:8502", value_name = "ADDR|off", value_parser = grpc_listen)]
+    grpc_listen: GrpcListen,
+    /// How the sidecar's leaf and roots reach Envoy: `inline` in every TLS context (Consul before
+    /// the SDS change) or `sds` secrets `connect-leaf`/`connect-root` (newest Consul).
+    #[arg(long, default_value = "inline", value_name = "MODE", value_parser = tls_mode)]
+    xds_tls_mode: TlsMode,
     /// Datacenter name.
     #[arg(long, default_value = "dc1")]
     datacenter: String,
@@ -87,6 +96,23 @@ struct Cli {
 enum Policy {
     Allow,
     Deny,
+}
+
+/// `--grpc-listen`: an address, or `off`.
+#[derive(Debug, Clone, Copy)]
+struct GrpcListen(Option<SocketAddr>);
+
+fn grpc_listen(s: &str) -> Result<GrpcListen, String> {
+    if s == "off" {
+        return Ok(GrpcListen(None));
+    }
+    s.parse()
+        .map(|a| GrpcListen(Some(a)))
+        .map_err(|e| format!("{e} (expected ADDR:PORT or off)"))
+}
+
+fn tls_mode(s: &str) -> Result<TlsMode, String> {
+    s.parse()
 }
 
 fn go_duration(s: &str) -> Result<Duration, String> {
@@ -170,6 +196,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         ca_change_jitter: cli.ca_change_jitter,
         seed: cli.seed,
         run_checks: !cli.no_checks,
+        grpc_bind: cli.grpc_listen.0,
+        xds: XdsConfig {
+            tls_mode: cli.xds_tls_mode,
+        },
         ..SimConfig::default()
     };
     let mut cfg = cfg;
@@ -189,6 +219,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     println!("agent-sim listening on http://{}", sim.addr());
     if let Some(c) = sim.control_addr() {
         println!("control API on http://{c}/_sim/");
+    }
+    if let Some(g) = sim.grpc_addr() {
+        println!(
+            "xDS (gRPC, delta ADS) on {g}, TLS {}",
+            cli.xds_tls_mode.as_str()
+        );
     }
     println!("trust domain {}", sim.control().trust_domain());
     if let Some(t) = &management_token {
