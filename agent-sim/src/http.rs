@@ -8,9 +8,9 @@ pub mod query;
 
 pub(crate) mod agent;
 mod catalog;
-mod chain;
+pub(crate) mod chain;
 pub(crate) mod config;
-mod connect;
+pub(crate) mod connect;
 mod control;
 mod health;
 pub(crate) mod intentions;

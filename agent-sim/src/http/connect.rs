@@ -158,7 +158,12 @@ const AUTHORIZE_KEYS: KeySchema = KeySchema {
 };
 
 pub(crate) fn intention_default(c: &Control) -> intention::DefaultPolicy {
-    let cfg = &c.store.cfg;
+    default_policy(&c.store.cfg)
+}
+
+/// The intention default policy of an agent configured with `cfg` (also what the xDS RBAC
+/// builder uses).
+pub(crate) fn default_policy(cfg: &crate::config::SimConfig) -> intention::DefaultPolicy {
     intention::DefaultPolicy {
         intention_default: cfg.default_intention_policy.map(|p| match p {
             crate::config::IntentionDefault::Allow => intention::Action::Allow,

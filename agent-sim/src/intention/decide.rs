@@ -24,6 +24,11 @@ pub struct DefaultPolicy {
 }
 
 impl DefaultPolicy {
+    /// True when a connection no intention matches is allowed.
+    pub fn allows_by_default(&self) -> bool {
+        self.decide().0
+    }
+
     fn decide(&self) -> (bool, &'static str) {
         match self.intention_default {
             Some(a) => (a == Action::Allow, "Default intention policy"),

@@ -107,6 +107,40 @@ impl Store {
         }
     }
 
+    /// The leaf a proxy-config leaf watch holds now (what the xDS server sends): re-issued
+    /// once due (renewal point reached, or a root rotation's jittered point reached, the
+    /// rotation being scheduled on first sight), else the cached one; with the next moment
+    /// it will change. Servers down: the cached leaf, or no-servers when there is none.
+    pub(crate) fn leaf_watched(
+        &self,
+        service: &str,
+        dc: &str,
+    ) -> Result<(Leaf, Option<OffsetDateTime>), ApiError> {
+        let now = OffsetDateTime::now_utc();
+        let leaf = match self.read(|st| current(st, service)) {
+            None => self.leaf_now(service, dc)?.leaf,
+            Some((entry, _)) if self.servers_down() => entry.leaf,
+            Some((entry, rotated)) => {
+                let rotation_due = rotated
+                    && now
+                        >= entry
+                            .rotate_at
+                            .unwrap_or_else(|| self.schedule_rotation(service, now));
+                if now >= entry.renew_at || rotation_due {
+                    self.issue(service, dc, now)?
+                } else {
+                    entry.leaf
+                }
+            }
+        };
+        let next = self.read(|st| {
+            st.leaves
+                .get(service)
+                .map(|e| e.rotate_at.map_or(e.renew_at, |r| r.min(e.renew_at)))
+        });
+        Ok((leaf, next))
+    }
+
     fn schedule_rotation(&self, service: &str, now: OffsetDateTime) -> OffsetDateTime {
         let max = self.cfg.ca_change_jitter;
         let delay = if max.is_zero() {

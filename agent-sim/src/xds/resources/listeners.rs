@@ -1,0 +1,315 @@
+//! Listeners (`agent/xds/listeners.go`): the public listener `public_listener:<addr>:<port>`
+//! (mTLS; L4: network RBAC then `tcp_proxy` to `local_app`; HTTP: connection manager with the
+//! HTTP RBAC filter, the router and client-cert forwarding) and one outbound listener per
+//! upstream (`<id>:<addr>:<port>`, `tcp_proxy`, or HCM + RDS for an HTTP chain).
+
+use envoy_types::pb::envoy::config::core::v3::{CidrRange, Http2ProtocolOptions, TrafficDirection};
+use envoy_types::pb::envoy::config::listener::v3::{
+    Filter, FilterChain, FilterChainMatch, Listener, ListenerFilter, filter, listener_filter,
+};
+use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
+use envoy_types::pb::envoy::extensions::filters::http::router::v3::Router;
+use envoy_types::pb::envoy::extensions::filters::http::{grpc_http1_bridge, grpc_stats};
+use envoy_types::pb::envoy::extensions::filters::listener::original_dst::v3::OriginalDst;
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
+    HttpConnectionManager, HttpFilter, Rds,
+    http_connection_manager::{
+        ForwardClientCertDetails, RouteSpecifier, SetCurrentClientCertDetails, Tracing,
+    },
+    http_filter,
+};
+use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{
+    TcpProxy, tcp_proxy::ClusterSpecifier,
+};
+use envoy_types::pb::envoy::r#type::v3::Percent;
+use envoy_types::pb::google::protobuf::{BoolValue, UInt32Value};
+
+use super::snapshot::{Snapshot, Upstream};
+use super::{any, clusters, endpoints, rbac, routes, tls};
+use crate::xds::types::TlsMode;
+
+/// True for the protocols Consul serves with an HTTP connection manager.
+pub(crate) fn is_http(protocol: &str) -> bool {
+    matches!(protocol, "http" | "http2" | "grpc")
+}
+
+/// The public listener.
+pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
+    let http = is_http(&snap.protocol);
+    let rules = rbac::rules(snap, http);
+    let (filters, alpn): (Vec<Filter>, &[&str]) = if http {
+        let hcm = HttpConnectionManager {
+            stat_prefix: "public_listener".to_owned(),
+            route_specifier: Some(RouteSpecifier::RouteConfig(routes::single(
+                "public_listener",
+                "local_app",
+            ))),
+            http_filters: http_filters(&snap.protocol, rbac::http_filter(&rules)),
+            tracing: Some(tracing()),
+            forward_client_cert_details: ForwardClientCertDetails::AppendForward as i32,
+            set_current_client_cert_details: Some(SetCurrentClientCertDetails {
+                subject: Some(BoolValue { value: true }),
+                cert: true,
+                chain: true,
+                dns: true,
+                uri: true,
+                ..Default::default()
+            }),
+            http2_protocol_options: http2(&snap.protocol),
+            ..Default::default()
+        };
+        let alpn: &[&str] = if http2(&snap.protocol).is_some() {
+            &["h2", "http/1.1"]
+        } else {
+            &["http/1.1"]
+        };
+        (vec![hcm_filter(&hcm)], alpn)
+    } else {
+        (
+            vec![
+                rbac::network_filter(&rules),
+                tcp_proxy("public_listener", "local_app"),
+            ],
+            &[],
+        )
+    };
+    Listener {
+        name: format!("public_listener:{}:{}", snap.public_addr, snap.public_port),
+        address: Some(endpoints::socket_address(
+            &snap.public_addr,
+            u32::from(snap.public_port),
+        )),
+        filter_chains: vec![FilterChain {
+            filters,
+            transport_socket: Some(tls::downstream_socket(snap, mode, alpn)),
+            ..Default::default()
+        }],
+        traffic_direction: TrafficDirection::Inbound as i32,
+        ..Default::default()
+    }
+}
+
+/// The transparent proxy's `outbound_listener:127.0.0.1:<port>` (listener filter
+/// `original_dst`): one filter chain per upstream without a listener of its own, matched by
+/// its virtual IPs, instances' `virtual` tagged addresses and, when the target is dialed
+/// directly, instance addresses; anything else goes to `original-destination`
+/// (golden `listeners/transparent-proxy.latest.golden`). TCP chains only.
+pub(crate) fn outbound(snap: &Snapshot) -> Option<Listener> {
+    let t = snap.transparent.as_ref()?;
+    let mut chains = Vec::new();
+    for up in &snap.upstreams {
+        if up.bind_port != 0 || !up.socket_path.is_empty() {
+            continue;
+        }
+        let Some(cluster) = start_cluster(up) else {
+            continue;
+        };
+        let mut addrs: Vec<String> = up.virtual_ips.clone();
+        for (id, eps) in &up.endpoints {
+            let direct = up
+                .chain
+                .targets
+                .get(id)
+                .is_some_and(|t| t.transparent_proxy.dialed_directly);
+            for ep in eps {
+                addrs.extend(ep.virtual_address.clone());
+                if direct {
+                    addrs.push(ep.address.clone());
+                }
+            }
+        }
+        addrs.sort();
+        addrs.dedup();
+        if addrs.is_empty() {
+            continue;
+        }
+        let stat = format!(
+            "upstream.{}.default.default.{}",
+            up.service, snap.datacenter
+        );
+        chains.push(FilterChain {
+            filter_chain_match: Some(FilterChainMatch {
+                prefix_ranges: addrs
+                    .iter()
+                    .map(|a| CidrRange {
+                        address_prefix: a.clone(),
+                        prefix_len: Some(UInt32Value {
+                            value: if a.contains(':') { 128 } else { 32 },
+                        }),
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
+            filters: vec![tcp_proxy(&stat, &cluster)],
+            ..Default::default()
+        });
+    }
+    Some(Listener {
+        name: format!("outbound_listener:127.0.0.1:{}", t.outbound_port),
+        address: Some(endpoints::socket_address(
+            "127.0.0.1",
+            u32::from(t.outbound_port),
+        )),
+        filter_chains: chains,
+        default_filter_chain: Some(FilterChain {
+            filters: vec![tcp_proxy(
+                "upstream.original-destination",
+                clusters::ORIGINAL_DESTINATION,
+            )],
+            ..Default::default()
+        }),
+        listener_filters: vec![ListenerFilter {
+            name: "envoy.filters.listener.original_dst".to_owned(),
+            config_type: Some(listener_filter::ConfigType::TypedConfig(any(
+                &OriginalDst::default(),
+            ))),
+            ..Default::default()
+        }],
+        traffic_direction: TrafficDirection::Outbound as i32,
+        ..Default::default()
+    })
+}
+
+/// One upstream's listener, and its RDS route when the chain speaks HTTP. An upstream with
+/// neither a port nor a socket path (transparent-proxy style) gets no listener of its own.
+pub(crate) fn upstream(
+    snap: &Snapshot,
+    up: &Upstream,
+) -> Option<(Listener, Option<RouteConfiguration>)> {
+    if up.bind_port == 0 && up.socket_path.is_empty() {
+        return None;
+    }
+    let cluster = start_cluster(up)?;
+    let stat = format!(
+        "upstream.{}.default.default.{}",
+        up.service, snap.datacenter
+    );
+    let (filter, route) = if is_http(&up.chain.protocol) {
+        let hcm = HttpConnectionManager {
+            stat_prefix: stat,
+            route_specifier: Some(RouteSpecifier::Rds(Rds {
+                config_source: Some(tls::ads_source()),
+                route_config_name: up.id.clone(),
+            })),
+            http_filters: vec![router()],
+            tracing: Some(tracing()),
+            http2_protocol_options: http2(&up.chain.protocol),
+            ..Default::default()
+        };
+        (hcm_filter(&hcm), routes::upstream(up))
+    } else {
+        (tcp_proxy(&stat, &cluster), None)
+    };
+    let (name, address) = if up.socket_path.is_empty() {
+        (
+            format!("{}:{}:{}", up.id, up.bind_addr, up.bind_port),
+            endpoints::socket_address(&up.bind_addr, u32::from(up.bind_port)),
+        )
+    } else {
+        let mode = u32::from_str_radix(&up.socket_mode, 8).unwrap_or(0);
+        (
+            format!("{}:{}", up.id, up.socket_path),
+            endpoints::pipe_address(&up.socket_path, mode),
+        )
+    };
+    let listener = Listener {
+        name,
+        address: Some(address),
+        filter_chains: vec![FilterChain {
+            filters: vec![filter],
+            ..Default::default()
+        }],
+        traffic_direction: TrafficDirection::Outbound as i32,
+        ..Default::default()
+    };
+    Some((listener, route))
+}
+
+/// The cluster of the chain's start node; a router or splitter start (not modelled) falls
+/// back to the first resolver.
+fn start_cluster(up: &Upstream) -> Option<String> {
+    let start = up
+        .chain
+        .nodes
+        .get(&up.chain.start_node)
+        .and_then(|n| n.resolver.as_ref());
+    match start {
+        Some(r) => clusters::resolver_cluster(up, r),
+        None => clusters::resolvers(up).find_map(|r| clusters::resolver_cluster(up, r)),
+    }
+}
+
+fn http2(protocol: &str) -> Option<Http2ProtocolOptions> {
+    matches!(protocol, "http2" | "grpc").then(Http2ProtocolOptions::default)
+}
+
+fn tracing() -> Tracing {
+    Tracing {
+        random_sampling: Some(Percent { value: 0.0 }),
+        ..Default::default()
+    }
+}
+
+/// RBAC then the router; for `grpc` Consul puts `grpc_stats` (all methods) and
+/// `grpc_http1_bridge` in front (`makeHTTPFilter`).
+fn http_filters(protocol: &str, rbac: HttpFilter) -> Vec<HttpFilter> {
+    let mut out = Vec::new();
+    if protocol == "grpc" {
+        let stats = grpc_stats::v3::FilterConfig {
+            per_method_stat_specifier: Some(
+                grpc_stats::v3::filter_config::PerMethodStatSpecifier::StatsForAllMethods(
+                    BoolValue { value: true },
+                ),
+            ),
+            ..Default::default()
+        };
+        out.push(typed_http_filter(
+            "envoy.filters.http.grpc_stats",
+            any(&stats),
+        ));
+        out.push(typed_http_filter(
+            "envoy.filters.http.grpc_http1_bridge",
+            any(&grpc_http1_bridge::v3::Config::default()),
+        ));
+    }
+    out.push(rbac);
+    out.push(router());
+    out
+}
+
+fn typed_http_filter(name: &str, config: envoy_types::pb::google::protobuf::Any) -> HttpFilter {
+    HttpFilter {
+        name: name.to_owned(),
+        config_type: Some(http_filter::ConfigType::TypedConfig(config)),
+        ..Default::default()
+    }
+}
+
+fn router() -> HttpFilter {
+    HttpFilter {
+        name: "envoy.filters.http.router".to_owned(),
+        config_type: Some(http_filter::ConfigType::TypedConfig(
+            any(&Router::default()),
+        )),
+        ..Default::default()
+    }
+}
+
+fn hcm_filter(hcm: &HttpConnectionManager) -> Filter {
+    Filter {
+        name: "envoy.filters.network.http_connection_manager".to_owned(),
+        config_type: Some(filter::ConfigType::TypedConfig(any(hcm))),
+    }
+}
+
+fn tcp_proxy(stat_prefix: &str, cluster: &str) -> Filter {
+    let tp = TcpProxy {
+        stat_prefix: stat_prefix.to_owned(),
+        cluster_specifier: Some(ClusterSpecifier::Cluster(cluster.to_owned())),
+        ..Default::default()
+    };
+    Filter {
+        name: "envoy.filters.network.tcp_proxy".to_owned(),
+        config_type: Some(filter::ConfigType::TypedConfig(any(&tp))),
+    }
+}
