@@ -91,6 +91,7 @@ fn plays_a_scenario_and_prints_what_a_proxy_should_do() {
     assert!(out.contains("-proxy-id db-sidecar-proxy"), "{out}");
     assert!(out.contains("xDS (gRPC, delta ADS) on 127.0.0.1:"), "{out}");
     assert!(out.contains(", TLS sds"), "{out}");
+    assert!(out.contains("agent-sim connect envoy -bootstrap"), "{out}");
     assert!(out.contains("a correct proxy now:"), "{out}");
     assert!(out.contains("agent: intention web → db: deny"), "{out}");
 }

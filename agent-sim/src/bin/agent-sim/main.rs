@@ -13,6 +13,7 @@ use agent_sim::{AgentSim, preload};
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
 
+mod connect_envoy;
 mod scenario;
 
 /// A wire-faithful simulated Consul agent (Connect endpoints) with fault injection.
@@ -147,6 +148,11 @@ fn init_tracing(level: &str, json: bool) {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // `agent-sim connect envoy ...` takes Consul's Go-style flags, not clap's.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "connect") {
+        return connect_envoy::main(&args[2..]).await;
+    }
     match run(Cli::parse()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -234,7 +240,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(s) = &scenario {
         let addr = sim.http_addr();
         tokio::select! {
-            played = scenario::play(sim.control(), &addr, s, cli.scenario_pace) => played?,
+            played = scenario::play(sim.control(), &addr, sim.grpc_addr(), s, cli.scenario_pace) => played?,
             () = shutdown_signal() => {
                 sim.shutdown().await;
                 return Ok(());

@@ -88,6 +88,7 @@ fn free_port() -> anyhow::Result<u16> {
 pub(crate) async fn play(
     c: &Control,
     agent_addr: &str,
+    grpc_addr: Option<std::net::SocketAddr>,
     s: &Scenario,
     pace: Duration,
 ) -> anyhow::Result<()> {
@@ -134,6 +135,7 @@ pub(crate) async fn play(
         "  CONSUL_HTTP_ADDR={agent_addr} CONSUL_HTTP_TOKEN={} <your-proxy> -proxy-id {PROXY_ID}",
         token.secret_id
     );
+    print_envoy_hint(agent_addr, grpc_addr, &token.secret_id);
     let app = match &ports.app_socket {
         Some(path) => format!("the unix socket {path}"),
         None => format!("127.0.0.1:{}", ports.app),
@@ -194,6 +196,21 @@ pub(crate) async fn play(
     }
     println!("\ntimeline done");
     Ok(())
+}
+
+/// The commands that bootstrap and run Envoy against this agent, as `consul connect envoy` does.
+fn print_envoy_hint(agent_addr: &str, grpc_addr: Option<std::net::SocketAddr>, token: &str) {
+    let Some(grpc) = grpc_addr else {
+        println!(
+            "or Envoy: serve xDS with --grpc-listen, then `agent-sim connect envoy -bootstrap`"
+        );
+        return;
+    };
+    println!(
+        "or Envoy, bootstrapped as `consul connect envoy` does:\n  agent-sim connect envoy -bootstrap \
+         -proxy-id {PROXY_ID} -http-addr {agent_addr} -grpc-addr {grpc} -token {token} \
+         > bootstrap.json \\\n    && envoy -c bootstrap.json --drain-time-s 1"
+    );
 }
 
 async fn wait_to_start(pace: Duration) {

@@ -1,22 +1,27 @@
-//! Benchmark of one proxy hop: mTLS throughput over one connection (a large stream into a sink)
-//! and added latency of small request/response round trips (on one connection, and with a new
-//! connection each time), client -> proxy inbound (mTLS) -> local app, against plain loopback
-//! TCP to the same app, in the same run. Prints a Markdown table.
+//! Benchmark of one mTLS proxy hop, the reference proxy against Envoy in the same run:
+//! throughput over one connection (a large stream into a sink), small request/response round
+//! trips on an open connection, and new connections (connect + one round trip, sequential, so
+//! also connections per second). Paths to the same local app, measured in alternating batches:
+//! plain loopback TCP; client mTLS -> proxy-under-test -> app; client mTLS -> Envoy -> app; and
+//! the two-sidecar hop client -> sidecar A (plain) -> mTLS -> sidecar B -> app for both the
+//! reference proxy and an Envoy pair. Prints Markdown tables.
 //!
-//! Run with `cargo run --release -p proxy-under-test --example bench` (optional argument: MiB to
-//! stream per round, default 1024). The proxy runs in-process against an in-process agent-sim;
-//! every phase has a time cap (streams 8 s, round-trip phases 6 s each), so the whole run stays
-//! under a minute.
+//! Run with `cargo run --release -p proxy-under-test --example bench [-- [MiB] [--envoy PATH]]`
+//! (MiB streamed per round, default 1024; Envoy defaults to the workspace's
+//! `.tools/envoy-1.40.0/envoy/_bin/envoy`, and without it the Envoy paths are skipped). The
+//! proxies run in-process against an in-process agent-sim, Envoy as child processes with static
+//! bootstraps and `--concurrency 1`; every phase has a time cap (streams 8 s, round-trip phases
+//! 6 s each), so the whole run stays around a minute.
+
+mod envoy;
+mod setup;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use proxy_under_test::tls::{ExpectedServer, Leaf, TrustRoots};
-use proxy_under_test::{AgentClient, Proxy};
 use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
-use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsConnector;
@@ -65,11 +70,12 @@ async fn app() -> Result<SocketAddr, BoxError> {
     Ok(addr)
 }
 
-/// How to reach the app: directly or through the proxy with a `web` leaf.
+/// How to reach the app: plain TCP (to the app or a sidecar's upstream listener), or mTLS
+/// with a `web` leaf to a sidecar's public listener.
 #[derive(Clone)]
 enum Path {
     Plain(SocketAddr),
-    Proxy(SocketAddr, Arc<ClientConfig>),
+    Tls(SocketAddr, Arc<ClientConfig>),
 }
 
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
@@ -83,7 +89,7 @@ impl Path {
                 s.set_nodelay(true)?;
                 Ok(Box::new(s))
             }
-            Self::Proxy(addr, cfg) => {
+            Self::Tls(addr, cfg) => {
                 let s = TcpStream::connect(addr).await?;
                 s.set_nodelay(true)?;
                 let name = ServerName::try_from("db.default.dc1.internal.consul")?;
@@ -137,24 +143,27 @@ async fn round_trips_on(
 }
 
 /// Small round trips on one connection per path, after a warm-up, in alternating batches so
-/// both paths see the same background load; returns (plain, proxied) durations.
-async fn round_trips(plain: &Path, via: &Path) -> Result<(Vec<Duration>, Vec<Duration>), BoxError> {
-    let (mut a, mut b) = (plain.connect().await?, via.connect().await?);
-    a.write_all(b"E").await?;
-    b.write_all(b"E").await?;
+/// every path sees the same background load; returns the durations per path.
+async fn round_trips(paths: &[&Path]) -> Result<Vec<Vec<Duration>>, BoxError> {
+    let mut conns = Vec::new();
     let mut warm = Vec::new();
-    round_trips_on(&mut a, 500, &mut warm).await?;
-    round_trips_on(&mut b, 500, &mut warm).await?;
-    let (mut pa, mut pb) = (Vec::new(), Vec::new());
+    for p in paths {
+        let mut s = p.connect().await?;
+        s.write_all(b"E").await?;
+        round_trips_on(&mut s, 500, &mut warm).await?;
+        conns.push(s);
+    }
+    let mut out = vec![Vec::new(); paths.len()];
     let phase = Instant::now();
     for _ in 0..BATCHES {
-        round_trips_on(&mut a, ROUND_TRIPS / BATCHES, &mut pa).await?;
-        round_trips_on(&mut b, ROUND_TRIPS / BATCHES, &mut pb).await?;
+        for (s, o) in conns.iter_mut().zip(out.iter_mut()) {
+            round_trips_on(s, ROUND_TRIPS / BATCHES, o).await?;
+        }
         if phase.elapsed() > PHASE_CAP {
             break;
         }
     }
-    Ok((pa, pb))
+    Ok(out)
 }
 
 /// A new connection (TCP, or TCP + mTLS handshake) plus one small round trip, `n` times.
@@ -172,21 +181,19 @@ async fn connects(path: &Path, n: usize, out: &mut Vec<Duration>) -> Result<(), 
     Ok(())
 }
 
-/// New-connection round trips in alternating batches; returns (plain, proxied) durations.
-async fn connect_round_trips(
-    plain: &Path,
-    via: &Path,
-) -> Result<(Vec<Duration>, Vec<Duration>), BoxError> {
-    let (mut pa, mut pb) = (Vec::new(), Vec::new());
+/// New-connection round trips in alternating batches; returns the durations per path.
+async fn connect_round_trips(paths: &[&Path]) -> Result<Vec<Vec<Duration>>, BoxError> {
+    let mut out = vec![Vec::new(); paths.len()];
     let phase = Instant::now();
     for _ in 0..BATCHES {
-        connects(plain, CONNECTS / BATCHES, &mut pa).await?;
-        connects(via, CONNECTS / BATCHES, &mut pb).await?;
+        for (p, o) in paths.iter().zip(out.iter_mut()) {
+            connects(p, CONNECTS / BATCHES, o).await?;
+        }
         if phase.elapsed() > PHASE_CAP {
             break;
         }
     }
-    Ok((pa, pb))
+    Ok(out)
 }
 
 fn percentile(samples: &mut [Duration], p: f64) -> Duration {
@@ -200,48 +207,8 @@ fn median(v: &mut [f64]) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
-fn diff(plain: Duration, via: Duration) -> String {
-    let d = via.as_secs_f64() - plain.as_secs_f64();
-    format!("{:+.1} µs", d * 1e6)
-}
-
 fn micros(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
-}
-
-/// Starts agent-sim, the app and the proxy for `db`; returns both paths to the app.
-async fn setup() -> Result<(agent_sim::Listening, Path, Path), BoxError> {
-    let sim = agent_sim::AgentSim::builder()
-        .run_checks(false)
-        .start()
-        .await?;
-    let c = sim.control();
-    let app = app().await?;
-    let public = TcpListener::bind("127.0.0.1:0").await?.local_addr()?.port();
-    c.register(
-        &json!({"Name": "db", "Address": "127.0.0.1", "Port": app.port(),
-        "Connect": {"SidecarService": {"Port": public}}}),
-    )?;
-    c.put_intention("web", "db", &json!({"Action": "allow"}))?;
-    let proxy = Proxy::new(
-        AgentClient::new(&sim.http_addr(), None)?,
-        "db-sidecar-proxy",
-    )
-    .start()
-    .await?;
-    let id = c.issue_identity("web")?;
-    let leaf = Leaf::from_pem(&id.cert_chain_pem, &id.private_key_pem)?;
-    let roots = TrustRoots::from_pems(c.root_pems().iter().map(String::as_str), "")?;
-    let expected = ExpectedServer {
-        namespace: "default".into(),
-        datacenter: "dc1".into(),
-        service: "db".into(),
-    };
-    let cfg = proxy_under_test::tls::outbound(&leaf, &roots, expected)?;
-    let via = Path::Proxy(proxy.inbound_addr(), cfg);
-    // The proxy lives as long as the process; the data plane stops when it is dropped.
-    std::mem::forget(proxy);
-    Ok((sim, Path::Plain(app), via))
 }
 
 fn machine() -> String {
@@ -255,84 +222,86 @@ fn machine() -> String {
                 .map(|m| m.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown CPU".into());
-    format!("{cpus} CPUs ({model}), loopback, client, proxy and app in one process")
+    format!(
+        "{cpus} CPUs ({model}), loopback; client, reference proxies, app and agent-sim in one \
+         process (multi-thread tokio runtime), each Envoy its own process with --concurrency 1"
+    )
 }
 
-async fn run(mib: u64) -> Result<(), BoxError> {
-    let (_sim, plain, via) = setup().await?;
-    let mut rows: Vec<[String; 4]> = Vec::new();
+async fn run(mib: u64, envoy_bin: &std::path::Path) -> Result<(), BoxError> {
+    let app = app().await?;
+    let world = setup::world(app, envoy_bin).await?;
+    let paths: Vec<&Path> = world.paths.iter().map(|(_, p)| p).collect();
 
-    // Alternate plain and proxied streams; report the median of each.
-    let (mut pts, mut vts, mut streamed) = (Vec::new(), Vec::new(), (0, 0));
+    // Alternate the paths' streams; report the median of each.
+    let mut rates = vec![Vec::new(); paths.len()];
+    let mut streamed = vec![0u64; paths.len()];
     for _ in 0..STREAM_ROUNDS {
-        let (pb, ps) = throughput(&plain, mib).await?;
-        let (vb, vs) = throughput(&via, mib).await?;
-        pts.push(pb as f64 / ps / 1e6);
-        vts.push(vb as f64 / vs / 1e6);
-        streamed = (pb >> 20, vb >> 20);
+        for (i, p) in paths.iter().enumerate() {
+            let (bytes, secs) = throughput(p, mib).await?;
+            rates[i].push(bytes as f64 / secs / 1e6);
+            streamed[i] = bytes >> 20;
+        }
     }
-    let (pt, vt) = (median(&mut pts), median(&mut vts));
-    rows.push([
-        format!(
-            "throughput, one connection, median of {STREAM_ROUNDS} ({} MiB / {} MiB each)",
-            streamed.0, streamed.1
-        ),
-        format!("{pt:.0} MB/s"),
-        format!("{vt:.0} MB/s"),
-        format!("{:.0}% of plain", vt / pt * 100.0),
-    ]);
-
-    let (mut p, mut v) = round_trips(&plain, &via).await?;
-    for (name, q) in [("p50", 0.5), ("p99", 0.99)] {
-        let (a, b) = (percentile(&mut p, q), percentile(&mut v, q));
-        rows.push([
-            format!(
-                "{SMALL} B round trip, same connection, {name} (n = {} / {})",
-                p.len(),
-                v.len()
-            ),
-            micros(a),
-            micros(b),
-            diff(a, b),
-        ]);
-    }
-
-    let (mut p, mut v) = connect_round_trips(&plain, &via).await?;
-    for (name, q) in [("p50", 0.5), ("p99", 0.99)] {
-        let (a, b) = (percentile(&mut p, q), percentile(&mut v, q));
-        rows.push([
-            format!(
-                "new connection + {SMALL} B round trip, {name} (n = {} / {})",
-                p.len(),
-                v.len()
-            ),
-            micros(a),
-            micros(b),
-            diff(a, b),
-        ]);
-    }
+    let mut rt = round_trips(&paths).await?;
+    let mut nc = connect_round_trips(&paths).await?;
 
     println!("Machine: {}", machine());
-    println!();
-    println!("| measurement | plain loopback TCP | via proxy-under-test (mTLS) | difference |");
-    println!("|---|---:|---:|---:|");
-    for r in rows {
-        println!("| {} | {} | {} | {} |", r[0], r[1], r[2], r[3]);
+    if let Some(v) = &world.envoy_version {
+        println!("Envoy: {v}");
     }
+    println!();
+    println!(
+        "| path | throughput, 1 connection (median of {STREAM_ROUNDS}) | {SMALL} B round trip p50 | p99 \
+         | new connection + round trip p50 | p99 | new connections/s (sequential) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (i, (label, _)) in world.paths.iter().enumerate() {
+        let conns_per_s = nc[i].len() as f64 / nc[i].iter().map(Duration::as_secs_f64).sum::<f64>();
+        println!(
+            "| {label} | {:.0} MB/s ({} MiB) | {} | {} | {} | {} | {:.0} |",
+            median(&mut rates[i]),
+            streamed[i],
+            micros(percentile(&mut rt[i], 0.5)),
+            micros(percentile(&mut rt[i], 0.99)),
+            micros(percentile(&mut nc[i], 0.5)),
+            micros(percentile(&mut nc[i], 0.99)),
+            conns_per_s,
+        );
+    }
+    println!();
+    println!(
+        "samples per path: round trips {}, new connections {}",
+        rt.first().map_or(0, Vec::len),
+        nc.first().map_or(0, Vec::len)
+    );
     Ok(())
 }
 
 fn main() -> Result<(), BoxError> {
-    let mib = std::env::args()
-        .nth(1)
-        .map(|a| a.parse::<u64>())
-        .transpose()?
-        .unwrap_or(1024);
+    let mut mib = 1024;
+    let mut envoy_bin = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../.tools/envoy-1.40.0/envoy/_bin/envoy");
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--envoy" => envoy_bin = args.next().ok_or("--envoy needs a path")?.into(),
+            n => mib = n.parse::<u64>().map_err(|e| format!("{n:?}: {e}"))?,
+        }
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let started = Instant::now();
-    rt.block_on(run(mib))?;
+    rt.block_on(async {
+        // Ctrl-C or SIGTERM ends the run; dropping the world kills the Envoy children.
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = run(mib, &envoy_bin) => r,
+            _ = tokio::signal::ctrl_c() => Err("interrupted".into()),
+            _ = term.recv() => Err("terminated".into()),
+        }
+    })?;
     eprintln!("bench took {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }
