@@ -25,7 +25,7 @@ use crate::cli::Invocation;
 
 pub(crate) use self::agent::ClientHooks;
 pub use self::hooks::Hooks;
-pub(crate) use self::hooks::unsupervised;
+pub(crate) use self::hooks::{dropped_on_change, unsupervised};
 
 /// One deliberately broken behaviour. Names (see [`Sabotage::as_str`]) are fixed: the scenario
 /// catalogue refers to them verbatim.
@@ -110,11 +110,15 @@ pub enum Sabotage {
     /// `LocalServiceAddress:LocalServicePort` as if there were no socket (a proxy without unix
     /// socket support).
     IgnoreAppSocket,
+    /// `drop-on-change`: every open inbound connection is closed as soon as the intentions, the
+    /// leaf or the roots change (a fresh load from the agent counts, whatever it holds), as
+    /// inline-cert Envoy's listener drain does.
+    DropOnChange,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 31] = [
+    pub const ALL: [Self; 32] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -146,6 +150,7 @@ impl Sabotage {
         Self::ForwardUnknown,
         Self::RejectHostnameEndpoints,
         Self::IgnoreAppSocket,
+        Self::DropOnChange,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -182,6 +187,7 @@ impl Sabotage {
             Self::ForwardUnknown => "forward-unknown",
             Self::RejectHostnameEndpoints => "reject-hostname-endpoints",
             Self::IgnoreAppSocket => "ignore-app-socket",
+            Self::DropOnChange => "drop-on-change",
         }
     }
 

@@ -79,6 +79,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/core/trust-domain-check.toml"),
     ),
     (
+        "catalogue/core/unrelated-change-keeps-connections.toml",
+        include_str!("../catalogue/core/unrelated-change-keeps-connections.toml"),
+    ),
+    (
         "catalogue/core/upstream-basic.toml",
         include_str!("../catalogue/core/upstream-basic.toml"),
     ),

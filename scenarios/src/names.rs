@@ -58,6 +58,7 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "forward-unknown",
     "reject-hostname-endpoints",
     "ignore-app-socket",
+    "drop-on-change",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

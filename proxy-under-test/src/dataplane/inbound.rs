@@ -111,6 +111,8 @@ pub(crate) async fn supervise<F: Future>(
         let done = crate::sabotage::unsupervised(fut, &shared.kill).await;
         return if done { End::Done } else { End::Killed };
     }
+    #[cfg(feature = "sabotage")]
+    let start = shared.snapshots.borrow().clone();
     tokio::pin!(fut);
     let mut snaps = shared.snapshots.clone();
     snaps.mark_unchanged();
@@ -136,6 +138,12 @@ pub(crate) async fn supervise<F: Future>(
             }
             _ = flag_set(&mut kill) => return End::Killed,
         };
+        #[cfg(feature = "sabotage")]
+        if let Some(why) =
+            crate::sabotage::dropped_on_change(start.as_ref(), snaps.borrow().as_ref())
+        {
+            return End::Revoked(why);
+        }
         if recheck && let Err(reason) = reauthorize(shared, peer, l4) {
             return End::Revoked(reason);
         }

@@ -1,8 +1,8 @@
 //! The sabotage context every [`Snapshot`] carries for the data plane, and what the data plane's
 //! hooks ask it: the snapshot to serve from (fail closed / fail open while the agent is down),
 //! the peer identity (CN, any trusted certificate), the connection's decision (via the agent, or
-//! the first L7 request's), open-connection supervision, the TLS configs, and (asked by the
-//! control plane while assembling) which endpoints the snapshot keeps.
+//! the first L7 request's), open-connection supervision (none, or dropped on any change), the TLS
+//! configs, and (asked by the control plane while assembling) which endpoints the snapshot keeps.
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -189,6 +189,39 @@ pub(crate) async fn unsupervised<F: Future>(fut: F, kill: &watch::Receiver<bool>
         _ = fut => true,
         _ = flag_set(&mut kill) => false,
     }
+}
+
+/// `drop-on-change`: why an open connection that started under `start` is closed now that `now`
+/// is the newest snapshot (its intentions, leaf or roots are not the ones loaded then); `None` =
+/// keep it (also when the sabotage is off).
+pub(crate) fn dropped_on_change(
+    start: Option<&Arc<Snapshot>>,
+    now: Option<&Arc<Snapshot>>,
+) -> Option<String> {
+    let (start, now) = (start?, now?);
+    if !now.sabotage.has(Sabotage::DropOnChange) {
+        return None;
+    }
+    let changed: Vec<&str> = [
+        (
+            !Arc::ptr_eq(&start.intentions, &now.intentions),
+            "intentions",
+        ),
+        (
+            !Arc::ptr_eq(&start.leaf.certified, &now.leaf.certified),
+            "leaf",
+        ),
+        (!Arc::ptr_eq(&start.roots.store, &now.roots.store), "roots"),
+    ]
+    .into_iter()
+    .filter_map(|(changed, what)| changed.then_some(what))
+    .collect();
+    (!changed.is_empty()).then(|| {
+        format!(
+            "{} changed: connection dropped (sabotage drop-on-change)",
+            changed.join(", ")
+        )
+    })
 }
 
 fn common_name(der: &CertificateDer<'_>) -> Option<String> {

@@ -4,6 +4,7 @@
 mod agent;
 mod authz;
 mod dataplane;
+mod drop_on_change;
 mod endpoints;
 mod outbound;
 mod transparent;
@@ -12,7 +13,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 31] = [
+const CATALOGUE: [&str; 32] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -44,6 +45,7 @@ const CATALOGUE: [&str; 31] = [
     "forward-unknown",
     "reject-hostname-endpoints",
     "ignore-app-socket",
+    "drop-on-change",
 ];
 
 #[test]

@@ -35,6 +35,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "upstream-health",
             "agent-blocking",
             "index-reset",
+            "unrelated-change-keeps-connections",
         ],
     ),
     (
@@ -164,7 +165,9 @@ fn generated_scenarios_expand_to_valid_concrete_ones() {
 #[test]
 fn checks_that_wait_for_something_to_stop_observe_for_a_while() {
     // A refused probe after an intention change (or a fault), observed once, could pass on a
-    // proxy that flaps. Spot-check the scenarios whose catalogue row is about stopping.
+    // proxy that flaps; so could an open connection seen once after a change that a broken proxy
+    // reacts to a moment later. Spot-check the scenarios whose catalogue row is about stopping
+    // (or about something that must not stop).
     let stable = |id: &str| {
         catalogue()
             .into_iter()
@@ -185,6 +188,7 @@ fn checks_that_wait_for_something_to_stop_observe_for_a_while() {
         "upstream-health",
         "upstream-impostor",
         "index-reset",
+        "unrelated-change-keeps-connections",
     ] {
         assert!(stable(id) > 0, "{id} has no stable_for check");
     }

@@ -26,10 +26,10 @@ use crate::sabotage::{Hooks, Sabotage, Sabotages};
 use crate::snapshot::Snapshot;
 use crate::testutil::*;
 
-type Tx = watch::Sender<Option<Arc<Snapshot>>>;
+pub(super) type Tx = watch::Sender<Option<Arc<Snapshot>>>;
 
 /// `db`'s snapshot in front of `app`, with `set` applied to the data plane and the intentions.
-fn snap(
+pub(super) fn snap(
     ca: &TestCa,
     app: SocketAddr,
     ixns: Vec<Intention>,
@@ -43,7 +43,7 @@ fn snap(
     s
 }
 
-async fn start(snap: Snapshot) -> (Tx, RunningDataPlane) {
+pub(super) async fn start(snap: Snapshot) -> (Tx, RunningDataPlane) {
     let (tx, rx) = watch::channel(Some(Arc::new(snap)));
     (tx, DataPlane::new(rx).start().await.unwrap())
 }
@@ -223,7 +223,7 @@ async fn serve_self_signed_fails_the_clients_root_check() {
 }
 
 /// Reads until EOF or error, within `limit`.
-async fn closed_within<S: AsyncReadExt + Unpin>(s: &mut S, limit: Duration) -> bool {
+pub(super) async fn closed_within<S: AsyncReadExt + Unpin>(s: &mut S, limit: Duration) -> bool {
     let mut buf = [0u8; 64];
     let read_to_end = async {
         loop {
@@ -282,7 +282,7 @@ async fn never_recheck_open_keeps_revoked_connections_past_their_lifetime() {
 }
 
 /// An HTTP app answering 200 `app` to anything.
-async fn http_app() -> SocketAddr {
+pub(super) async fn http_app() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     tokio::spawn(async move {
