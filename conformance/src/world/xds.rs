@@ -34,6 +34,8 @@ pub(crate) fn params(grpc_addr: SocketAddr, token: &str, admin: SocketAddr) -> B
         cluster: play::SERVICE.to_owned(),
         namespace: "default".into(),
         partition: "default".into(),
+        // The world never sets one: the sim's default.
+        datacenter: agent_sim::config::SimConfig::default().datacenter,
         grpc_addr,
         token: Some(token.to_owned()),
         admin_bind: admin,
