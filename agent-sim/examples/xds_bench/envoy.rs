@@ -30,7 +30,8 @@ pub(crate) struct Opts {
 /// Results of one TLS mode.
 pub(crate) struct ModeResult {
     pub(crate) mode: TlsMode,
-    pub(crate) rows: Vec<(String, Summary)>,
+    /// (change, change -> ACK, change -> the sim's push).
+    pub(crate) rows: Vec<(String, Summary, Summary)>,
     pub(crate) notes: Vec<String>,
 }
 
@@ -185,46 +186,41 @@ pub(crate) async fn run(bin: &Path, mode: TlsMode, o: &Opts) -> anyhow::Result<M
     let mut rows = Vec::new();
 
     // (a) intention changes -> LDS.
-    let mut samples = Vec::with_capacity(o.reps);
+    let mut samples = Samples::default();
     for i in 0..o.reps {
         let action = if i % 2 == 0 { "deny" } else { "allow" };
         let before = log.last_seq();
         let t0 = Instant::now();
         c.put_intention("bench-src", "web", &json!({"Action": action}))?;
-        let (seen, _) = util::ack_of_next(log, stream, before, LISTENER).await?;
-        samples.push(seen - t0);
+        let seen = util::ack_of_next(log, stream, before, LISTENER).await?;
+        samples.add(t0, seen.pushed, seen.acked);
         util::settle(log, stream, before, Duration::from_millis(50)).await?;
     }
-    rows.push((
-        "intention change -> LDS ACK".to_owned(),
-        summarize(&samples),
-    ));
+    rows.push(samples.row("intention change -> LDS ACK".to_owned()));
 
     // (b) health of one of `small` endpoints -> EDS.
     let mut critical = vec![false; o.large];
-    rows.push((
-        format!("health of 1 of {} endpoints -> EDS ACK", o.small),
-        health_flips(&c, stream, o.small, o.reps, &mut critical).await?,
-    ));
+    rows.push(
+        health_flips(&c, stream, o.small, o.reps, &mut critical)
+            .await?
+            .row(format!("health of 1 of {} endpoints -> EDS ACK", o.small)),
+    );
 
     // (d) CA rotation -> the last push's ACK.
-    let mut samples = Vec::with_capacity(o.reps);
+    let mut samples = Samples::default();
     let mut pushed = std::collections::BTreeSet::new();
     for _ in 0..o.reps {
         let before = log.last_seq();
         let t0 = Instant::now();
         c.rotate_ca(true)?;
         let s = util::settle(log, stream, before, ROTATION_QUIET).await?;
-        samples.push(s.last_ack - t0);
+        samples.add(t0, s.first_push, s.last_ack);
         pushed.extend(s.types);
     }
-    rows.push((
-        format!(
-            "CA rotation -> ACK of its last push ({} endpoints)",
-            o.small
-        ),
-        summarize(&samples),
-    ));
+    rows.push(samples.row(format!(
+        "CA rotation -> ACK of its last push ({} endpoints)",
+        o.small
+    )));
     notes.push(format!(
         "a CA rotation pushed: {}",
         pushed
@@ -252,10 +248,11 @@ pub(crate) async fn run(bin: &Path, mode: TlsMode, o: &Opts) -> anyhow::Result<M
             .as_secs_f64()
             * 1e3
     ));
-    rows.push((
-        format!("health of 1 of {} endpoints -> EDS ACK", o.large),
-        health_flips(&c, stream, o.large, o.reps, &mut critical).await?,
-    ));
+    rows.push(
+        health_flips(&c, stream, o.large, o.reps, &mut critical)
+            .await?
+            .row(format!("health of 1 of {} endpoints -> EDS ACK", o.large)),
+    );
     if !log.nacks().is_empty() {
         bail!("NACKs: {:?}", log.nacks());
     }
@@ -270,9 +267,9 @@ async fn health_flips(
     n: usize,
     reps: usize,
     critical: &mut [bool],
-) -> anyhow::Result<Summary> {
+) -> anyhow::Result<Samples> {
     let log = c.xds_log();
-    let mut samples = Vec::with_capacity(reps);
+    let mut samples = Samples::default();
     for i in 0..reps {
         let k = (i * 7919) % n;
         critical[k] = !critical[k];
@@ -285,9 +282,27 @@ async fn health_flips(
             status: status.into(),
             output: None,
         })?;
-        let (seen, _) = util::ack_of_next(log, stream, before, ENDPOINT).await?;
-        samples.push(seen - t0);
+        let seen = util::ack_of_next(log, stream, before, ENDPOINT).await?;
+        samples.add(t0, seen.pushed, seen.acked);
         util::settle(log, stream, before, Duration::from_millis(50)).await?;
     }
-    Ok(summarize(&samples))
+    Ok(samples)
+}
+
+/// Change -> ACK and change -> push durations of one kind of change.
+#[derive(Default)]
+struct Samples {
+    acked: Vec<Duration>,
+    pushed: Vec<Duration>,
+}
+
+impl Samples {
+    fn add(&mut self, t0: Instant, pushed: Instant, acked: Instant) {
+        self.pushed.push(pushed - t0);
+        self.acked.push(acked - t0);
+    }
+
+    fn row(&self, what: String) -> (String, Summary, Summary) {
+        (what, summarize(&self.acked), summarize(&self.pushed))
+    }
 }

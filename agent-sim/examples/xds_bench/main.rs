@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release -p agent-sim --example xds_bench -- [--envoy PATH] [--tls-mode inline|sds|both]
-//!     [--reps N] [--small N] [--large N] [--streams N] [--part envoy|streams|all] [--shared]
+//!     [--reps N] [--small N] [--large N] [--streams N] [--part envoy|streams|all] [--skip-shared]
 //! ```
 //!
 //! Part 1 (`envoy`): a real Envoy 1.40 against an in-process agent-sim; change -> ACK times.
@@ -56,9 +56,9 @@ struct Args {
     /// Delta ADS streams of part 2.
     #[arg(long, default_value_t = 1_000)]
     streams: usize,
-    /// Also run part 2 with every stream for the same sidecar.
+    /// Skip part 2's second layout (every stream for the same sidecar).
     #[arg(long)]
-    shared: bool,
+    skip_shared: bool,
     /// Which part to run.
     #[arg(long, value_enum, default_value = "all")]
     part: Part,
@@ -99,7 +99,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     );
     if args.part != Part::Envoy {
         let mut layouts = vec![false];
-        if args.shared {
+        if !args.skip_shared {
             layouts.push(true);
         }
         for shared in layouts {
@@ -144,15 +144,18 @@ fn print_streams(n: usize, r: &streams::Outcome) {
         "sim RSS before the streams (sidecars registered): {:.0} MiB\n",
         r.rss_before_mib
     );
-    println!("| phase | until the last ACK | sim CPU time | pushes | sim RSS after |");
-    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "| phase | until the last ACK | sim CPU time | pushes | resource builds | sim RSS after |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
     for p in &r.phases {
         println!(
-            "| {} | {:.0} ms | {:.0} ms | {} | {:.0} MiB |",
+            "| {} | {:.0} ms | {:.0} ms | {} | {} | {:.0} MiB |",
             p.what,
             p.wall.as_secs_f64() * 1e3,
             p.cpu.as_secs_f64() * 1e3,
             p.pushes,
+            p.builds,
             p.rss_mib
         );
     }
@@ -162,17 +165,17 @@ fn print_streams(n: usize, r: &streams::Outcome) {
 fn print_envoy(bin: &std::path::Path, reps: usize, results: &[envoy::ModeResult]) {
     println!("## Envoy 1.40: change to ACK ({reps} repetitions each)\n");
     println!("Envoy: `{}`\n", bin.display());
-    println!("| TLS mode | change | p50 | p99 | max |");
-    println!("|---|---|---:|---:|---:|");
+    println!("| TLS mode | change | p50 | p99 | max | change -> push sent, p50 |");
+    println!("|---|---|---:|---:|---:|---:|");
     for r in results {
         let mode = match r.mode {
             TlsMode::Inline => "inline",
             TlsMode::Sds => "sds",
         };
-        for (what, s) in &r.rows {
+        for (what, s, push) in &r.rows {
             println!(
-                "| {mode} | {what} | {:.1} ms | {:.1} ms | {:.1} ms |",
-                s.p50, s.p99, s.max
+                "| {mode} | {what} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
+                s.p50, s.p99, s.max, push.p50
             );
         }
     }

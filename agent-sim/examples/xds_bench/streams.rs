@@ -28,6 +28,9 @@ const POLL: Duration = Duration::from_millis(20);
 /// No push for this long after everything is ACKed: the change is fully delivered.
 const QUIET: Duration = Duration::from_millis(1000);
 
+/// A change applied to the sim.
+type Change = fn(&Control) -> anyhow::Result<()>;
+
 /// One row of the report.
 pub(crate) struct Phase {
     pub(crate) what: String,
@@ -35,6 +38,8 @@ pub(crate) struct Phase {
     pub(crate) cpu: Duration,
     pub(crate) rss_mib: f64,
     pub(crate) pushes: usize,
+    /// Resource builds by the streams during the phase.
+    pub(crate) builds: u64,
 }
 
 /// Results of one layout (one sidecar per stream, or all streams for one sidecar).
@@ -84,7 +89,7 @@ pub(crate) async fn run(n: usize, shared: bool) -> anyhow::Result<Outcome> {
         .kill_on_drop(true)
         .spawn()?;
     let mut phases = Vec::new();
-    let (cpu0, t0) = (util::cpu_time(), Instant::now());
+    let (cpu0, t0, b0) = (util::cpu_time(), Instant::now(), log.builds());
     let (wall, pushes) = tracker.until_converged(log, n, t0, &mut child).await?;
     phases.push(Phase {
         what: format!("{n} streams open, everything ACKed"),
@@ -92,10 +97,11 @@ pub(crate) async fn run(n: usize, shared: bool) -> anyhow::Result<Outcome> {
         cpu: util::cpu_time() - cpu0,
         rss_mib: util::mib(util::status_kib("VmRSS:")),
         pushes,
+        builds: log.builds() - b0,
     });
-    let changes: [(&str, &dyn Fn(&Control) -> anyhow::Result<()>); 2] = [
-        ("CA rotation (cross-signed)", &|c| Ok(c.rotate_ca(true)?)),
-        ("proxy-defaults change", &|c| {
+    let changes: [(&str, Change); 2] = [
+        ("CA rotation (cross-signed)", |c| Ok(c.rotate_ca(true)?)),
+        ("proxy-defaults change", |c| {
             Ok(c.upsert_config_entry(&json!({
                 "Kind": "proxy-defaults", "Name": "global",
                 "Config": {"local_connect_timeout_ms": 4321}
@@ -104,7 +110,7 @@ pub(crate) async fn run(n: usize, shared: bool) -> anyhow::Result<Outcome> {
     ];
     for (what, change) in changes {
         tracker.reset_pushed();
-        let (cpu0, t0) = (util::cpu_time(), Instant::now());
+        let (cpu0, t0, b0) = (util::cpu_time(), Instant::now(), log.builds());
         change(&c)?;
         let (wall, pushes) = tracker.until_converged(log, n, t0, &mut child).await?;
         phases.push(Phase {
@@ -113,6 +119,7 @@ pub(crate) async fn run(n: usize, shared: bool) -> anyhow::Result<Outcome> {
             cpu: util::cpu_time() - cpu0,
             rss_mib: util::mib(util::status_kib("VmRSS:")),
             pushes,
+            builds: log.builds() - b0,
         });
     }
     let hwm_mib = util::mib(util::status_kib("VmHWM:"));
@@ -164,11 +171,9 @@ impl Tracker {
                     s.pushed_since_reset = true;
                     pushes += 1;
                 }
-                XdsEvent::Ack { type_url, nonce } => {
-                    if s.open.remove(&nonce) {
-                        s.acked.insert(type_url);
-                        acked = true;
-                    }
+                XdsEvent::Ack { type_url, nonce } if s.open.remove(&nonce) => {
+                    s.acked.insert(type_url);
+                    acked = true;
                 }
                 XdsEvent::Nack { message, .. } => bail!("NACK: {message}"),
                 XdsEvent::Closed { reason, .. } => bail!("stream {} closed: {reason}", e.stream),

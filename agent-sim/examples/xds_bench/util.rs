@@ -86,19 +86,20 @@ fn is_response_of(e: &XdsLogEntry, stream: u64, t: &str) -> bool {
 }
 
 /// Waits for the first response of `type_url` on `stream` after `after`, then for the client's
-/// answer to it; returns when the ACK was seen and its sequence number. A NACK fails the run.
+/// answer to it; returns when the push and the ACK were seen. A NACK fails the run.
 pub(crate) async fn ack_of_next(
     log: &XdsLog,
     stream: u64,
     after: u64,
     type_url: &str,
-) -> anyhow::Result<(Instant, u64)> {
+) -> anyhow::Result<Seen> {
     let resp = log
         .wait_for(WAIT, |e| {
             e.seq > after && is_response_of(e, stream, type_url)
         })
         .await
         .with_context(|| format!("no {type_url} push on stream {stream}"))?;
+    let pushed = Instant::now();
     let XdsEvent::Response { nonce, .. } = &resp.event else {
         bail!("not a response: {resp:?}");
     };
@@ -110,15 +111,23 @@ pub(crate) async fn ack_of_next(
         })
         .await
         .with_context(|| format!("push {nonce} of {type_url} never answered"))?;
-    let seen = Instant::now();
+    let acked = Instant::now();
     if let XdsEvent::Nack { message, .. } = &answer.event {
         bail!("Envoy NACKed {type_url}: {message}");
     }
-    Ok((seen, answer.seq))
+    Ok(Seen { pushed, acked })
 }
 
-/// What [`settle`] saw: when the last ACK arrived and which types were pushed.
+/// When the sim's push (its log entry) and the client's ACK were seen.
+pub(crate) struct Seen {
+    pub(crate) pushed: Instant,
+    pub(crate) acked: Instant,
+}
+
+/// What [`settle`] saw: when the first push was made and the last ACK arrived, and which types
+/// were pushed.
 pub(crate) struct Settled {
+    pub(crate) first_push: Instant,
     pub(crate) last_ack: Instant,
     pub(crate) types: BTreeSet<String>,
 }
@@ -135,6 +144,7 @@ pub(crate) async fn settle(
     let mut open: BTreeSet<String> = BTreeSet::new();
     let mut types = BTreeSet::new();
     let mut last_ack = None;
+    let mut first_push = None;
     let deadline = Instant::now() + WAIT;
     loop {
         let wait = match last_ack {
@@ -148,6 +158,7 @@ pub(crate) async fn settle(
             match last_ack {
                 Some(at) if open.is_empty() => {
                     return Ok(Settled {
+                        first_push: first_push.unwrap_or(at),
                         last_ack: at,
                         types,
                     });
@@ -162,11 +173,10 @@ pub(crate) async fn settle(
             } => {
                 open.insert(nonce);
                 types.insert(type_url);
+                first_push.get_or_insert_with(Instant::now);
             }
-            XdsEvent::Ack { nonce, .. } => {
-                if open.remove(&nonce) {
-                    last_ack = Some(Instant::now());
-                }
+            XdsEvent::Ack { nonce, .. } if open.remove(&nonce) => {
+                last_ack = Some(Instant::now());
             }
             XdsEvent::Nack {
                 type_url, message, ..

@@ -250,6 +250,7 @@ fn snapshot(
             return Ok(Some(s.clone()));
         }
     }
+    ctx.control.xds_log().count_build();
     match ctx.source.build(id) {
         Ok(Some(snap)) => {
             ctx.cache.lock().insert(id.to_owned(), snap.clone());
