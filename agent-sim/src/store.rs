@@ -58,6 +58,9 @@ pub(crate) struct State {
     pub(crate) virtual_ips: HashMap<String, u32>,
     /// Derived data cached between writes (emptied by every write, and in every copy).
     pub(crate) memo: Memo,
+    /// Counts every write except the agent's leaf-cache updates ([`Store::write_leaf_cache`]):
+    /// with a service's leaf entry it tells whether a proxy's xDS resources may have changed.
+    pub(crate) input_gen: u64,
 }
 
 /// Per-state cache of derived data that hot endpoints read on every request.
@@ -194,6 +197,7 @@ impl Store {
             leaves: BTreeMap::new(),
             virtual_ips: HashMap::new(),
             memo: Memo::default(),
+            input_gen: 0,
         };
         Ok(Arc::new(Self {
             cfg,
@@ -214,6 +218,16 @@ impl Store {
     /// Changes the live state and wakes every blocked query. The closure allocates indexes with
     /// [`State::next_index`] for what it writes.
     pub(crate) fn write<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        self.write_leaf_cache(|st| {
+            st.input_gen += 1;
+            f(st)
+        })
+    }
+
+    /// A write that changes only the agent's leaf cache (`State::leaves`): wakes every blocked
+    /// query like [`Store::write`] but leaves [`State::input_gen`] alone, so the xDS streams of
+    /// other services' proxies can tell it changed nothing of theirs.
+    pub(crate) fn write_leaf_cache<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut st = self.state.write();
         let out = f(&mut st);
         st.memo.clear();

@@ -9,7 +9,8 @@
 //! - [`delta`]: the delta-ADS protocol state machine (subscriptions, hash versions, nonces,
 //!   one response in flight, Consul's send order, NACKs), with no IO.
 //! - `server`: the transport (tonic/h2 on its own port, the `x-consul-token` check, faults,
-//!   the stream loop that rebuilds on every store change).
+//!   the stream loop that rebuilds when a store change touched the proxy's inputs, sharing one
+//!   build per proxy between its streams).
 //! - [`bootstrap`]: `consul connect envoy -bootstrap`'s JSON, shared by the CLI and the harness.
 //! - [`log`]: what every xDS stream did (requests, responses, ACKs, NACKs), for the harness.
 

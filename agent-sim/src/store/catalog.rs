@@ -82,13 +82,14 @@ impl State {
             .collect()
     }
 
-    /// Checks of one service instance plus its node's node-level checks.
+    /// Checks of one service instance plus its node's node-level checks, in check-ID order.
+    /// Reads only the node's range of the check table (keyed by node first): a health query or
+    /// an xDS build over N instances is O(N log N), not O(N x all checks).
     pub(crate) fn checks_for(&self, node: &str, service_id: &str) -> Vec<&HealthCheck> {
         self.checks
-            .iter()
-            .filter(|((n, _), c)| {
-                n == node && (c.service_id.is_empty() || c.service_id == service_id)
-            })
+            .range((node.to_owned(), String::new())..)
+            .take_while(|((n, _), _)| n == node)
+            .filter(|(_, c)| c.service_id.is_empty() || c.service_id == service_id)
             .map(|(_, c)| c)
             .collect()
     }
@@ -390,3 +391,6 @@ impl Store {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

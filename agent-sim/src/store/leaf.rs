@@ -149,7 +149,7 @@ impl Store {
             self.with_rng(|r| r.random_range(Duration::ZERO..=max))
         };
         let at = now + delay;
-        self.write(|st| {
+        self.write_leaf_cache(|st| {
             if let Some(e) = st.leaves.get_mut(service) {
                 e.rotate_at = Some(*e.rotate_at.get_or_insert(at));
             }
@@ -159,7 +159,7 @@ impl Store {
 
     fn issue(&self, service: &str, dc: &str, now: OffsetDateTime) -> Result<Leaf, ApiError> {
         let fraction: f64 = self.with_rng(|r| r.random_range(0.6..0.9));
-        self.write(|st| {
+        self.write_leaf_cache(|st| {
             let index = st.next_index();
             let leaf = st
                 .ca

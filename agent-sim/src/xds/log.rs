@@ -3,6 +3,7 @@
 //! the harness can require every push ACKed and the token sent.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -109,6 +110,7 @@ pub struct XdsLog {
     capacity: usize,
     inner: Mutex<Inner>,
     tx: watch::Sender<u64>,
+    builds: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -133,6 +135,7 @@ impl XdsLog {
             capacity,
             inner: Mutex::new(Inner::default()),
             tx: watch::channel(0).0,
+            builds: AtomicU64::new(0),
         }
     }
 
@@ -185,6 +188,17 @@ impl XdsLog {
     /// The last sequence number handed out.
     pub fn last_seq(&self) -> u64 {
         self.inner.lock().next_seq
+    }
+
+    /// Counts one build of a proxy's resources by a stream.
+    pub(crate) fn count_build(&self) {
+        self.builds.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many times streams built their proxy's resources from the store (a cost measure
+    /// for benchmarks: a change should cost about one build per affected stream).
+    pub fn builds(&self) -> u64 {
+        self.builds.load(Ordering::Relaxed)
     }
 
     /// How many entries were dropped for capacity.

@@ -181,4 +181,6 @@ mod envoy_tests;
 #[cfg(test)]
 mod fault_tests;
 #[cfg(test)]
+mod inputs_tests;
+#[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
 //! One delta ADS stream: reads requests, rebuilds the proxy's resources on every store change
-//! and at `refresh_at`, feeds the [`DeltaStream`] state machine, sends what it answers, checks
+//! that touched their inputs (and at `refresh_at`), sharing one build per proxy and inputs
+//! between its streams, feeds the [`DeltaStream`] state machine, sends what it answers, checks
 //! the token as Consul does, and records everything in the xDS log. Faults: hung (nothing is
 //! processed or sent until it ends), latency (each response delayed), servers unreachable (the
 //! last snapshot is kept and no update is sent until they return).
@@ -17,7 +18,7 @@ use tokio::time::Instant;
 use tonic::{Status, Streaming};
 
 use super::auth;
-use super::source::Source;
+use super::source::{Inputs, Source};
 use crate::control::Control;
 use crate::faults::FaultSet;
 use crate::xds::delta::{DeltaStream, Received};
@@ -36,9 +37,17 @@ const OVERDUE_RETRY: Duration = Duration::from_secs(1);
 const AUTH_CHECK_FREQUENCY: Duration = Duration::from_secs(300);
 
 /// The last snapshot of each proxy, shared by its streams (Consul's proxycfg state lives per
-/// proxy in the agent, not per stream); kept while the servers are unreachable, forgotten when
-/// the agent goes down (restart).
-pub(crate) type SnapshotCache = Mutex<BTreeMap<String, ProxyResources>>;
+/// proxy in the agent, not per stream): reused by another stream of the proxy while its inputs
+/// are unchanged, kept while the servers are unreachable, forgotten when the agent goes down
+/// (restart).
+pub(crate) type SnapshotCache = Mutex<BTreeMap<String, Cached>>;
+
+/// A proxy's last snapshot and the inputs it was built from (`None`: not reusable).
+#[derive(Debug, Clone)]
+pub(crate) struct Cached {
+    inputs: Option<Inputs>,
+    snap: ProxyResources,
+}
 
 pub(crate) type Tx = mpsc::Sender<Result<DeltaDiscoveryResponse, Status>>;
 
@@ -55,7 +64,10 @@ pub(crate) struct StreamCtx {
 
 enum Event {
     Request(Box<Result<Option<DeltaDiscoveryRequest>, Status>>),
-    Rebuild,
+    /// Look again; `forced`: even if the inputs look unchanged (a timer or a fault).
+    Rebuild {
+        forced: bool,
+    },
     AuthTimer,
     Closed,
 }
@@ -125,6 +137,7 @@ async fn drive(
     let mut refresh: Option<Instant> = None;
     let mut auth_deadline: Option<Instant> = None;
     let mut servers_were_down = false;
+    let mut last_inputs: Option<Inputs> = None;
     loop {
         let event = tokio::select! {
             _ = tx.closed() => Event::Closed,
@@ -132,19 +145,23 @@ async fn drive(
             r = changes.changed(), if proxy_id.is_some() && changes_open => {
                 // A source that stops signalling leaves refresh_at and faults as triggers.
                 changes_open = r.is_ok();
-                Event::Rebuild
+                Event::Rebuild { forced: false }
             }
-            () = sleep_until_opt(refresh), if refresh.is_some() => { refresh = None; Event::Rebuild }
+            () = sleep_until_opt(refresh), if refresh.is_some() => {
+                refresh = None;
+                Event::Rebuild { forced: true }
+            }
             () = sleep_until_opt(auth_deadline), if auth_deadline.is_some() => Event::AuthTimer,
             r = ctx.faults.changed() => {
                 if r.is_err() { return Ok("fault channel closed".into()); }
-                Event::Rebuild
+                Event::Rebuild { forced: true }
             }
         };
         if !wait_not_hung(&mut ctx.faults, tx).await {
             return Ok("connection closed".into());
         }
         let mut rebuild = false;
+        let mut forced = false;
         match event {
             Event::Request(msg) => match *msg {
                 Ok(None) => return Ok("client ended the stream".into()),
@@ -179,7 +196,10 @@ async fn drive(
                 }
             },
             Event::Closed => return Ok("connection closed".into()),
-            Event::Rebuild => rebuild = true,
+            Event::Rebuild { forced: f } => {
+                rebuild = true;
+                forced = f;
+            }
             Event::AuthTimer => {
                 if let Some(dest) = &destination {
                     auth::authorize(&store, ctx.token.as_deref(), dest)?;
@@ -194,12 +214,19 @@ async fn drive(
         // The fault set is the source of truth (the store's frozen copy follows it a moment
         // later, and its wake-up may come from a store the source does not watch).
         let servers_down = ctx.faults.borrow().servers_down_since.is_some();
-        if (rebuild || !delta.ready() || (servers_were_down && !servers_down))
-            && let Some(snap) = snapshot(ctx, id, servers_down, delta.ready())?
-        {
-            refresh = refresh_instant(&snap);
-            delta.set_resources(snap.resources);
-            destination = auth::destination_of(&store, id).or(destination);
+        if rebuild || !delta.ready() || (servers_were_down && !servers_down) {
+            let inputs = ctx.source.inputs(id).filter(|_| !servers_down);
+            // A wake-up for a write none of this proxy's inputs saw (another service's leaf
+            // issued, say) needs no rebuild: the same inputs build the same resources.
+            let unchanged = !forced && delta.ready() && inputs.is_some() && inputs == last_inputs;
+            if !unchanged
+                && let Some(snap) = snapshot(ctx, id, servers_down, delta.ready(), inputs.as_ref())?
+            {
+                refresh = refresh_instant(&snap);
+                delta.set_resources(snap.resources);
+                destination = auth::destination_of(&store, id).or(destination);
+                last_inputs = inputs;
+            }
         }
         servers_were_down = servers_down;
         if !delta.ready() {
@@ -236,23 +263,40 @@ async fn drive(
 
 /// The snapshot to install now, if any: while the servers are unreachable the agent keeps the
 /// proxy's last snapshot (and sends nothing new); a stream that has none yet gets the agent's.
+/// Otherwise the proxy's cached snapshot when it was built from `inputs` and is not due for a
+/// refresh, else a fresh build.
 fn snapshot(
     ctx: &StreamCtx,
     id: &str,
     servers_down: bool,
     have_one: bool,
+    inputs: Option<&Inputs>,
 ) -> Result<Option<ProxyResources>, Status> {
     if servers_down {
         if have_one {
             return Ok(None);
         }
-        if let Some(s) = ctx.cache.lock().get(id) {
-            return Ok(Some(s.clone()));
+        if let Some(c) = ctx.cache.lock().get(id) {
+            return Ok(Some(c.snap.clone()));
         }
     }
+    if let Some(inputs) = inputs
+        && let Some(c) = ctx.cache.lock().get(id)
+        && c.inputs.as_ref() == Some(inputs)
+        && c.snap
+            .refresh_at
+            .is_none_or(|at| at > time::OffsetDateTime::now_utc())
+    {
+        return Ok(Some(c.snap.clone()));
+    }
+    ctx.control.xds_log().count_build();
     match ctx.source.build(id) {
         Ok(Some(snap)) => {
-            ctx.cache.lock().insert(id.to_owned(), snap.clone());
+            let cached = Cached {
+                inputs: inputs.cloned(),
+                snap: snap.clone(),
+            };
+            ctx.cache.lock().insert(id.to_owned(), cached);
             Ok(Some(snap))
         }
         // Not registered (yet): Consul's proxycfg watch waits for it.
