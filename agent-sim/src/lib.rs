@@ -33,6 +33,7 @@ mod checks;
 mod control;
 mod error;
 mod gotext;
+mod seq_log;
 mod server;
 mod sim;
 mod store;

@@ -1,15 +1,12 @@
 //! The request log: every request a client makes (method, path, query, token, blocking or not,
 //! when, how it ended), so tests can judge how a proxy uses the agent.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use serde::Serialize;
-use tokio::sync::watch;
-use tokio::time::Instant;
 
 use crate::http::query::TokenSource;
+use crate::seq_log::{SeqLog, Sequenced};
 
 /// How many entries are kept; older ones are dropped (and counted).
 pub const DEFAULT_CAPACITY: usize = 200_000;
@@ -69,110 +66,75 @@ pub struct Arrival {
 /// The log.
 #[derive(Debug)]
 pub struct RequestLog {
-    started: Instant,
-    capacity: usize,
-    inner: Mutex<Inner>,
-    tx: watch::Sender<u64>,
+    log: SeqLog<LogEntry>,
 }
 
-#[derive(Debug, Default)]
-struct Inner {
-    next_seq: u64,
-    dropped: u64,
-    entries: VecDeque<LogEntry>,
+impl Sequenced for LogEntry {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
 }
 
 impl RequestLog {
     /// An empty log keeping at most `capacity` entries.
     pub fn new(capacity: usize) -> Self {
         Self {
-            started: Instant::now(),
-            capacity,
-            inner: Mutex::new(Inner::default()),
-            tx: watch::channel(0).0,
+            log: SeqLog::new(capacity),
         }
     }
 
     /// Records an arrival; returns its sequence number.
     pub fn arrive(&self, a: Arrival) -> u64 {
-        let at_ms = millis(self.started.elapsed());
-        let seq = {
-            let mut inner = self.inner.lock();
-            inner.next_seq += 1;
-            let seq = inner.next_seq;
-            let blocking =
-                a.index.is_some_and(|i| i > 0) || a.hash.as_deref().is_some_and(|h| !h.is_empty());
-            inner.entries.push_back(LogEntry {
-                seq,
-                at_ms,
-                method: a.method,
-                path: a.path,
-                query: a.query,
-                token: a.token,
-                token_source: a.token_source,
-                blocking,
-                index: a.index,
-                hash: a.hash,
-                wait: a.wait,
-                status: None,
-                duration_ms: None,
-            });
-            while inner.entries.len() > self.capacity {
-                inner.entries.pop_front();
-                inner.dropped += 1;
-            }
-            seq
-        };
-        if self.tx.receiver_count() > 0 {
-            self.tx.send_replace(seq);
-        }
-        seq
+        let blocking =
+            a.index.is_some_and(|i| i > 0) || a.hash.as_deref().is_some_and(|h| !h.is_empty());
+        self.log.push(|seq, at_ms| LogEntry {
+            seq,
+            at_ms,
+            method: a.method,
+            path: a.path,
+            query: a.query,
+            token: a.token,
+            token_source: a.token_source,
+            blocking,
+            index: a.index,
+            hash: a.hash,
+            wait: a.wait,
+            status: None,
+            duration_ms: None,
+        })
     }
 
     /// Records the answer to request `seq`.
     pub fn finish(&self, seq: u64, status: u16, took: Duration) {
-        let mut inner = self.inner.lock();
-        let Some(first) = inner.entries.front().map(|e| e.seq) else {
-            return;
-        };
-        let Some(pos) = seq.checked_sub(first).and_then(|p| usize::try_from(p).ok()) else {
-            return;
-        };
-        if let Some(e) = inner.entries.get_mut(pos) {
+        self.log.update(seq, |e| {
             e.status = Some(status);
             e.duration_ms = Some(millis(took));
-        }
+        });
     }
 
     /// Every kept entry.
     pub fn entries(&self) -> Vec<LogEntry> {
-        self.inner.lock().entries.iter().cloned().collect()
+        self.log.entries()
     }
 
     /// Entries with `seq > after`.
     pub fn since(&self, after: u64) -> Vec<LogEntry> {
-        self.inner
-            .lock()
-            .entries
-            .iter()
-            .filter(|e| e.seq > after)
-            .cloned()
-            .collect()
+        self.log.since(after)
     }
 
     /// The last sequence number handed out.
     pub fn last_seq(&self) -> u64 {
-        self.inner.lock().next_seq
+        self.log.last_seq()
     }
 
     /// How many entries were dropped for capacity.
     pub fn dropped(&self) -> u64 {
-        self.inner.lock().dropped
+        self.log.dropped()
     }
 
     /// Forgets every entry (sequence numbers keep counting).
     pub fn clear(&self) {
-        self.inner.lock().entries.clear();
+        self.log.clear();
     }
 
     /// Waits until an entry satisfying `pred` exists, or the timeout passes.
@@ -181,20 +143,7 @@ impl RequestLog {
         timeout: Duration,
         pred: impl Fn(&LogEntry) -> bool,
     ) -> Option<LogEntry> {
-        let mut rx = self.tx.subscribe();
-        let deadline = Instant::now() + timeout;
-        loop {
-            rx.borrow_and_update();
-            if let Some(e) = self.inner.lock().entries.iter().find(|e| pred(e)) {
-                return Some(e.clone());
-            }
-            if tokio::time::timeout_at(deadline, rx.changed())
-                .await
-                .is_err()
-            {
-                return None;
-            }
-        }
+        self.log.wait_for(timeout, pred).await
     }
 }
 

@@ -2,14 +2,13 @@
 //! response with its resources and versions, ACKs, NACKs with Envoy's detail, how it closed), so
 //! the harness can require every push ACKed and the token sent.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use serde::Serialize;
-use tokio::sync::watch;
-use tokio::time::Instant;
+
+use crate::seq_log::{SeqLog, Sequenced};
 
 /// How many entries are kept by default; older ones are dropped (and counted).
 pub const DEFAULT_CAPACITY: usize = 100_000;
@@ -106,19 +105,15 @@ impl XdsEvent {
 /// The log.
 #[derive(Debug)]
 pub struct XdsLog {
-    started: Instant,
-    capacity: usize,
-    inner: Mutex<Inner>,
-    tx: watch::Sender<u64>,
+    log: SeqLog<XdsLogEntry>,
+    next_stream: AtomicU64,
     builds: AtomicU64,
 }
 
-#[derive(Debug, Default)]
-struct Inner {
-    next_seq: u64,
-    next_stream: u64,
-    dropped: u64,
-    entries: VecDeque<XdsLogEntry>,
+impl Sequenced for XdsLogEntry {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
 }
 
 impl Default for XdsLog {
@@ -131,63 +126,40 @@ impl XdsLog {
     /// An empty log keeping at most `capacity` entries.
     pub fn new(capacity: usize) -> Self {
         Self {
-            started: Instant::now(),
-            capacity,
-            inner: Mutex::new(Inner::default()),
-            tx: watch::channel(0).0,
+            log: SeqLog::new(capacity),
+            next_stream: AtomicU64::new(0),
             builds: AtomicU64::new(0),
         }
     }
 
     /// A fresh stream number.
     pub fn new_stream(&self) -> u64 {
-        let mut inner = self.inner.lock();
-        inner.next_stream += 1;
-        inner.next_stream
+        self.next_stream.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Records an event of `stream`; returns its sequence number.
     pub fn record(&self, stream: u64, event: XdsEvent) -> u64 {
-        let at_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let seq = {
-            let mut inner = self.inner.lock();
-            inner.next_seq += 1;
-            let seq = inner.next_seq;
-            inner.entries.push_back(XdsLogEntry {
-                seq,
-                at_ms,
-                stream,
-                event,
-            });
-            while inner.entries.len() > self.capacity {
-                inner.entries.pop_front();
-                inner.dropped += 1;
-            }
-            seq
-        };
-        self.tx.send_replace(seq);
-        seq
+        self.log.push(|seq, at_ms| XdsLogEntry {
+            seq,
+            at_ms,
+            stream,
+            event,
+        })
     }
 
     /// Every kept entry.
     pub fn entries(&self) -> Vec<XdsLogEntry> {
-        self.inner.lock().entries.iter().cloned().collect()
+        self.log.entries()
     }
 
     /// Entries with `seq > after`.
     pub fn since(&self, after: u64) -> Vec<XdsLogEntry> {
-        self.inner
-            .lock()
-            .entries
-            .iter()
-            .filter(|e| e.seq > after)
-            .cloned()
-            .collect()
+        self.log.since(after)
     }
 
     /// The last sequence number handed out.
     pub fn last_seq(&self) -> u64 {
-        self.inner.lock().next_seq
+        self.log.last_seq()
     }
 
     /// Counts one build of a proxy's resources by a stream.
@@ -203,7 +175,7 @@ impl XdsLog {
 
     /// How many entries were dropped for capacity.
     pub fn dropped(&self) -> u64 {
-        self.inner.lock().dropped
+        self.log.dropped()
     }
 
     /// Waits until an entry satisfying `pred` exists, or the timeout passes.
@@ -212,36 +184,22 @@ impl XdsLog {
         timeout: Duration,
         pred: impl Fn(&XdsLogEntry) -> bool,
     ) -> Option<XdsLogEntry> {
-        let mut rx = self.tx.subscribe();
-        let deadline = Instant::now() + timeout;
-        loop {
-            rx.borrow_and_update();
-            if let Some(e) = self.inner.lock().entries.iter().find(|e| pred(e)) {
-                return Some(e.clone());
-            }
-            if tokio::time::timeout_at(deadline, rx.changed())
-                .await
-                .is_err()
-            {
-                return None;
-            }
-        }
+        self.log.wait_for(timeout, pred).await
     }
 
     /// Every response of every stream that was never ACKed or NACKed (see [`unanswered`]).
     pub fn unanswered(&self) -> Vec<(u64, String, String)> {
-        unanswered(self.inner.lock().entries.iter())
+        self.log.with_entries(|e| unanswered(e))
     }
 
     /// Every NACK recorded.
     pub fn nacks(&self) -> Vec<XdsLogEntry> {
-        self.inner
-            .lock()
-            .entries
-            .iter()
-            .filter(|e| matches!(e.event, XdsEvent::Nack { .. }))
-            .cloned()
-            .collect()
+        self.log.with_entries(|e| {
+            e.iter()
+                .filter(|e| matches!(e.event, XdsEvent::Nack { .. }))
+                .cloned()
+                .collect()
+        })
     }
 }
 
