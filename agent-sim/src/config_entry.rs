@@ -16,6 +16,7 @@ mod router;
 mod service_defaults;
 mod splitter;
 mod store;
+mod upstream_defaults;
 
 #[cfg(test)]
 mod tests;

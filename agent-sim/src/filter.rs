@@ -100,6 +100,40 @@ pub const AGENT_SERVICE_FIELDS: &[&str] = &[
     "PeerName",
 ];
 
+/// The fields go-bexpr can select on a `/v1/catalog/nodes` item (`structs.Node`; the raft
+/// indexes, `RaftIndex` and the enterprise meta are tagged `bexpr:"-"`).
+pub const NODE_FIELDS: &[&str] = &[
+    "ID",
+    "Node",
+    "Address",
+    "Datacenter",
+    "PeerName",
+    "TaggedAddresses",
+    "Meta",
+];
+
+/// The fields go-bexpr can select on a `/v1/connect/intentions` item (`structs.Intention`;
+/// `CreatedAt`, `UpdatedAt`, `Hash` and the raft indexes are tagged `bexpr:"-"`).
+pub const INTENTION_FIELDS: &[&str] = &[
+    "ID",
+    "Description",
+    "SourcePeer",
+    "SourceNS",
+    "SourceName",
+    "DestinationNS",
+    "DestinationName",
+    "SourcePartition",
+    "DestinationPartition",
+    "SourceSamenessGroup",
+    "SourceType",
+    "Action",
+    "Permissions",
+    "JWT",
+    "Precedence",
+    "Meta",
+    "LegacyMeta",
+];
+
 /// The prefix Consul puts before every parse or validation message.
 const CREATE_PREFIX: &str = "Failed to create boolean expression evaluator: ";
 

@@ -3,10 +3,12 @@
 
 pub mod app;
 pub mod error;
+mod gojson;
 pub mod meta;
 pub mod query;
 
 pub(crate) mod agent;
+mod agent_local;
 mod catalog;
 pub(crate) mod chain;
 pub(crate) mod config;

@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::config_entry::{
     ConfigEntries, IntentionJwtRequirement, IntentionPermission, ServiceIntentions, go_quote,
@@ -278,10 +278,10 @@ pub fn matching(entries: &ConfigEntries, by: MatchBy, service: &str) -> Vec<Inte
     out
 }
 
-/// The match response: `{raw name: [intentions...] | null}` in request order (`null`, not `[]`,
-/// when nothing matches, as Consul's code does).
+/// The match response: `{raw name: [intentions...] | null}` (`null`, not `[]`, when nothing
+/// matches, as Consul's code does); a Go map, so the names come in sorted order.
 pub fn match_json(entries: &ConfigEntries, by: MatchBy, names: &[String]) -> Value {
-    let mut out = Map::new();
+    let mut out = BTreeMap::new();
     for raw in names {
         let service = parse_component(raw, false).map_or_else(|_| raw.clone(), |p| p.name);
         let found = matching(entries, by, &service);
@@ -292,5 +292,5 @@ pub fn match_json(entries: &ConfigEntries, by: MatchBy, names: &[String]) -> Val
         };
         out.insert(raw.clone(), value);
     }
-    Value::Object(out)
+    Value::Object(out.into_iter().collect())
 }

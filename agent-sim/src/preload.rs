@@ -103,7 +103,8 @@ mod tests {
         "#;
         apply(&c, "good.hcl", good).unwrap();
         assert_eq!(
-            c.store.read(|st| st.services.len()),
+            c.store
+                .read(|st| st.services_on(&c.store.cfg.node_name).len()),
             2,
             "db and its sidecar"
         );
@@ -145,8 +146,8 @@ mod tests {
         });
         assert_eq!(
             n,
-            (3, true, true),
-            "db, its sidecar, cache-1; config; token"
+            (4, true, true),
+            "db, its sidecar, cache-1, the server's consul service; config; token"
         );
     }
 }

@@ -38,6 +38,7 @@ pub use register::{
     RegisterContext, Registration, RegistrationTokens, SIDECAR_SUFFIX, ServiceWrite,
     expand_registration,
 };
+pub(crate) use wire::go_value;
 
 /// A registration the agent refuses, with Consul's status and exact text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -9,6 +9,7 @@ mod reset;
 mod virtual_ip;
 
 pub use catalog::CheckUpdate;
+pub(crate) use catalog::SERVER_NODE;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -179,18 +180,26 @@ impl Store {
             ..CaConfig::default()
         };
         let ca = Ca::new(ca_cfg, now, index, &mut rng).map_err(SimError::Ca)?;
+        let (server, consul) = catalog::server_node(&cfg, 1);
+        let server_key = (server.name.clone(), consul.id.clone());
         let state = State {
             index,
             ca,
             ca_config_index: index,
             config: ConfigEntries::default(),
-            nodes: BTreeMap::from([(node.name.clone(), node)]),
-            services: BTreeMap::new(),
-            checks: BTreeMap::from([(
-                (cfg.node_name.clone(), "serfHealth".to_owned()),
-                catalog::serf_health(&cfg.node_name, 1),
-            )]),
-            service_index: HashMap::new(),
+            nodes: BTreeMap::from([(node.name.clone(), node), (server.name.clone(), server)]),
+            services: BTreeMap::from([(server_key, consul)]),
+            checks: BTreeMap::from([
+                (
+                    (cfg.node_name.clone(), "serfHealth".to_owned()),
+                    catalog::serf_health(&cfg.node_name, 1),
+                ),
+                (
+                    (SERVER_NODE.to_owned(), "serfHealth".to_owned()),
+                    catalog::serf_health(SERVER_NODE, 1),
+                ),
+            ]),
+            service_index: HashMap::from([("consul".to_owned(), 1)]),
             catalog_index: index,
             ttl_touched: HashMap::new(),
             tokens: Tokens::new(&cfg.acl),

@@ -12,4 +12,5 @@ mod api {
     mod filter;
     mod rotation;
     mod transparent;
+    mod wire;
 }

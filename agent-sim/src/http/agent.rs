@@ -65,9 +65,17 @@ pub(crate) fn to_service_central(c: crate::config_entry::CentralConfig) -> servi
 /// A local service as the agent serves it: with central config merged into proxies.
 pub(crate) fn merged(st: &StoreState, svc: &NodeService) -> NodeService {
     if svc.kind == service::ServiceKind::ConnectProxy || svc.kind.is_gateway() {
-        let central = st
-            .config
-            .central_config_for(&svc.proxy.destination_service_name);
+        let dest = &svc.proxy.destination_service_name;
+        let mut central = st.config.central_config_for(dest);
+        let upstreams: Vec<String> = svc
+            .proxy
+            .upstreams
+            .iter()
+            .map(|u| u.destination_name.clone())
+            .collect();
+        central.upstream_configs =
+            st.config
+                .upstream_configs(dest, &upstreams, &svc.proxy.mesh_gateway.mode);
         return service::merge_central_config(svc, &to_service_central(central));
     }
     svc.clone()
@@ -293,19 +301,21 @@ async fn agent_self(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiE
         Some(crate::config::IntentionDefault::Deny) => "deny",
         None => "",
     };
-    let body = json!({
+    // `Config` is a Go struct (declaration order; `Partition` is omitempty and empty in CE);
+    // `DebugConfig` is the sanitized runtime config, a map of maps (every level sorted);
+    // `Member` is a `serf.Member` (its `Tags` a map); `xDS` is omitempty.
+    let mut body = json!({
         "Config": {
             "Datacenter": cfg.datacenter,
             "PrimaryDatacenter": cfg.datacenter,
             "NodeName": cfg.node_name,
             "NodeID": node.id,
-            "Partition": "",
             "Revision": "agent-sim",
             "Server": false,
             "Version": cfg.version,
             "BuildDate": "2025-05-15T00:00:00Z",
         },
-        "DebugConfig": {
+        "DebugConfig": service::go_value(&json!({
             "ACLsEnabled": cfg.acl.enabled,
             "ACLResolverSettings": {
                 "ACLsEnabled": cfg.acl.enabled,
@@ -319,18 +329,31 @@ async fn agent_self(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiE
             "DefaultQueryTime": GoDuration::from_std(cfg.blocking.default_query_time).to_string(),
             "MaxQueryTime": GoDuration::from_std(cfg.blocking.max_query_time).to_string(),
             "NodeName": cfg.node_name,
-        },
+        })),
         "Coord": Value::Null,
         "Member": {
             "Name": cfg.node_name,
             "Addr": cfg.node_address,
             "Port": 8301,
-            "Tags": { "dc": cfg.datacenter, "role": "node", "build": format!("{}:agent-sim", cfg.version) },
+            "Tags": service::go_value(&json!({
+                "dc": cfg.datacenter,
+                "role": "node",
+                "build": format!("{}:agent-sim", cfg.version),
+            })),
             "Status": 1,
+            "ProtocolMin": 1,
+            "ProtocolMax": 5,
+            "ProtocolCur": 2,
+            "DelegateMin": 2,
+            "DelegateMax": 5,
+            "DelegateCur": 4,
         },
         "Stats": Map::new(),
         "Meta": node.meta,
-        "xDS": xds_self(&c),
     });
+    let xds = xds_self(&c);
+    if let (Some(obj), false) = (body.as_object_mut(), xds.is_null()) {
+        obj.insert("xDS".to_owned(), xds);
+    }
     Ok(meta::json(&body, ctx.pretty))
 }

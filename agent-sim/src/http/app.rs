@@ -29,6 +29,7 @@ pub fn app(control: Control) -> Router {
         .merge(super::chain::routes())
         .merge(super::health::routes())
         .merge(super::agent::routes())
+        .merge(super::agent_local::routes())
         .merge(super::catalog::routes())
         .merge(super::status::routes())
         .fallback(|| async { ApiError::unknown_path() })

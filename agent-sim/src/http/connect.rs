@@ -207,7 +207,11 @@ async fn authorize(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Re
             ));
         }
     }
-    let authz = c.authz(&ctx)?;
+    // `fmt.Errorf("Could not resolve token to authorizer: %w", err)`: still a 403, as the text
+    // contains `ACL not found`.
+    let authz = c.authz(&ctx).map_err(|e| {
+        ApiError::from_text(format!("Could not resolve token to authorizer: {}", e.body))
+    })?;
     authz
         .require(Resource::Service, &req.target, Level::Write)
         .map_err(ApiError::from_text)?;

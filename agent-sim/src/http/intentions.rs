@@ -1,5 +1,5 @@
-//! Intention endpoints: match (blocking, with wakeup suppression and `?cached`), check, and the
-//! exact GET/PUT/DELETE, with Consul's ACL rules per endpoint.
+//! Intention endpoints: list (blocking, `?filter`), match (blocking, with wakeup suppression and
+//! `?cached`), check, and the exact GET/PUT/DELETE, with Consul's ACL rules per endpoint.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -16,10 +16,45 @@ use super::query::QueryOpts;
 use super::serve::{ReadSpec, server_read};
 use crate::acl::{Level, Resource};
 use crate::control::Control;
+use crate::filter::{Filter, INTENTION_FIELDS};
 use crate::intention;
+
+/// `GET /v1/connect/intentions` (`Intention.List`): every intention in precedence order, the
+/// ones the token may not read (`intention:read` on source or destination) left out, then the
+/// `?filter`; `[]` when none; blocking on the config entries' index.
+async fn list(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
+    let opts = QueryOpts::parse(&ctx.query, &ctx.headers)?;
+    let filter = opts
+        .filter
+        .as_deref()
+        .map(|f| Filter::parse_for(f, INTENTION_FIELDS))
+        .transpose()?;
+    let authz = c.authz(&ctx)?;
+    let spec = ReadSpec::default();
+    let a = server_read(&c.store, &opts, spec, |st| {
+        let mut all = intention::all_intentions(&st.config);
+        intention::sort_intentions(&mut all);
+        let items: Vec<Value> = all
+            .iter()
+            .filter(|i| {
+                authz.allows(Resource::Intention, &i.source_name, Level::Read)
+                    || authz.allows(Resource::Intention, &i.destination_name, Level::Read)
+            })
+            .map(intention::Intention::to_json)
+            .collect();
+        let body = match &filter {
+            Some(f) => f.apply(Value::Array(items))?,
+            None => Value::Array(items),
+        };
+        Ok((st.config.max_index(), body))
+    })
+    .await?;
+    Ok(meta::json_with(&a.body, ctx.pretty, Some(a.meta), None))
+}
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
+        .route("/v1/connect/intentions", methods("OPTIONS,GET", get(list)))
         .route(
             "/v1/connect/intentions/match",
             methods("OPTIONS,GET", get(match_)),

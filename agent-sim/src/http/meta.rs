@@ -129,7 +129,7 @@ impl Body {
     /// The compact serialization, made on first use.
     pub fn compact(&self) -> Bytes {
         self.compact
-            .get_or_init(|| Bytes::from(serde_json::to_vec(&self.value).unwrap_or_default()))
+            .get_or_init(|| Bytes::from(super::gojson::compact(&self.value)))
             .clone()
     }
 }
@@ -156,14 +156,12 @@ impl From<Arc<Body>> for SharedBody {
     }
 }
 
-/// A 200 JSON body; indented with a trailing newline when `pretty`.
+/// A 200 JSON body as Go's encoder writes it; indented with a trailing newline when `pretty`.
 pub fn json(value: &Value, pretty: bool) -> Response {
     let body = if pretty {
-        let mut s = serde_json::to_string_pretty(value).unwrap_or_default();
-        s.push('\n');
-        s
+        super::gojson::pretty(value)
     } else {
-        serde_json::to_string(value).unwrap_or_default()
+        super::gojson::compact(value)
     };
     let mut resp = (StatusCode::OK, body).into_response();
     resp.headers_mut().insert(

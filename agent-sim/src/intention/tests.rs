@@ -91,7 +91,8 @@ fn match_json_mix() {
     let mixed = match_json(&only_db, MatchBy::Source, &names(&["web", "db"]));
     assert_eq!(
         serde_json::to_string(&mixed).unwrap(),
-        r#"{"web":[{"SourceNS":"default","SourceName":"web","DestinationNS":"default","DestinationName":"db","SourceType":"consul","Action":"allow","Precedence":9,"CreateIndex":5,"ModifyIndex":5}],"db":null}"#
+        r#"{"db":null,"web":[{"SourceNS":"default","SourceName":"web","DestinationNS":"default","DestinationName":"db","SourceType":"consul","Action":"allow","Precedence":9,"CreateIndex":5,"ModifyIndex":5}]}"#,
+        "a Go map: names in sorted order, not request order"
     );
     assert_eq!(
         match_json(&ConfigEntries::new(), MatchBy::Destination, &names(&["db"])),

@@ -2,6 +2,8 @@
 //! `enable_central_service_config`, the default): what the agent stores and serves for a
 //! sidecar or gateway is the registration with config-entry defaults filled in.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 use super::model::{ExposeConfig, ExposePath, NodeService};
@@ -22,6 +24,8 @@ pub struct CentralConfig {
     pub mesh_gateway_mode: Option<String>,
     /// `Expose` object (`Checks`, `Paths`).
     pub expose: Option<Value>,
+    /// The resolved opaque config per local upstream name (`ServiceConfigResponse.UpstreamConfigs`).
+    pub upstream_configs: BTreeMap<String, Map<String, Value>>,
 }
 
 /// Merges central defaults into a proxy registration. Registration values win everywhere:
@@ -62,7 +66,33 @@ pub fn merge_central_config(svc: &NodeService, central: &CentralConfig) -> NodeS
     if let Some(expose) = &central.expose {
         merge_expose(&mut ns.proxy.expose, expose);
     }
+    merge_upstreams(&mut ns, central);
     ns
+}
+
+/// The upstream loop of `MergeServiceConfig`: for a service-type upstream with resolved config,
+/// an unset `MeshGateway.Mode` takes the resolved `mesh_gateway` mode, config keys missing (or
+/// `null`) are filled, and the `mesh_gateway` key is dropped again.
+fn merge_upstreams(ns: &mut NodeService, central: &CentralConfig) {
+    for us in &mut ns.proxy.upstreams {
+        let service_type = us.destination_type.is_empty() || us.destination_type == "service";
+        if !service_type || !us.destination_peer.is_empty() {
+            continue;
+        }
+        let Some(remote) = central.upstream_configs.get(&us.destination_name) else {
+            continue;
+        };
+        if us.mesh_gateway.mode.is_empty() {
+            let mode = remote.get("mesh_gateway").map(|m| str_field(m, "Mode"));
+            us.mesh_gateway.mode = mode.unwrap_or_default();
+        }
+        for (k, v) in remote {
+            if us.config.get(k).is_none_or(Value::is_null) {
+                us.config.insert(k.clone(), v.clone());
+            }
+        }
+        us.config.remove("mesh_gateway");
+    }
 }
 
 /// `mergo.Merge` of an `ExposeConfig`: zero fields take the default's value.

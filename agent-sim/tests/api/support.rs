@@ -34,6 +34,7 @@ impl Resp {
 }
 
 /// A sim served through its router.
+#[derive(Clone)]
 pub(crate) struct App {
     pub(crate) router: Router,
     pub(crate) control: Control,
