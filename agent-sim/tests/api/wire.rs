@@ -111,7 +111,7 @@ async fn intention_list_leaves_out_what_the_token_cannot_read() {
     let t = a
         .control
         .create_token(
-            r#"service "db" { policy = "read" intentions = "read" }"#,
+            "service \"db\" {\n  policy = \"read\"\n  intentions = \"read\"\n}",
             "reader",
         )
         .unwrap();
