@@ -13,7 +13,13 @@ NPM_CONSUL_VERSION=2.0.1
 
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-work="${CLIENT_COMPAT_DIR:-$(mktemp -d)}"
+if [[ -n "${CLIENT_COMPAT_DIR:-}" ]]; then
+  work="$CLIENT_COMPAT_DIR"
+  cleanup_work=""
+else
+  work="$(mktemp -d)"
+  cleanup_work="$work"
+fi
 mkdir -p "$work"
 started=$(date +%s)
 
@@ -33,7 +39,7 @@ fi
 port=$("$work/venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$AGENT_SIM" --listen "127.0.0.1:$port" --grpc-listen off >"$work/agent-sim.log" 2>&1 &
 sim=$!
-trap 'kill "$sim" 2>/dev/null || true' EXIT
+trap 'kill "$sim" 2>/dev/null || true; [[ -n "$cleanup_work" ]] && rm -rf "$cleanup_work"' EXIT
 for _ in $(seq 1 100); do
   if curl -sf "http://127.0.0.1:$port/v1/status/leader" >/dev/null; then break; fi
   sleep 0.1
