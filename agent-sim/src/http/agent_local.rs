@@ -1,6 +1,6 @@
 //! Agent-local reads a new user's client calls first: `GET /v1/agent/members` (the LAN serf
 //! members: this agent and its server) and `GET /v1/agent/checks` (the checks of the agent's
-//! node, by ID).
+//! node, by ID, with `?filter`).
 
 use std::collections::BTreeMap;
 
@@ -15,6 +15,7 @@ use super::error::ApiError;
 use super::meta;
 use crate::acl::{Level, Resource};
 use crate::control::Control;
+use crate::filter::Filter;
 use crate::service;
 use crate::store::SERVER_NODE;
 
@@ -96,8 +97,14 @@ async fn members(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiErro
 }
 
 /// `GET /v1/agent/checks`: the agent node's checks the token may read (a service check needs
-/// `service:read`, a node check `node:read`), by check ID; `ServiceTags` never null.
+/// `service:read`, a node check `node:read`), by check ID, then `?filter` (created untyped, as
+/// Consul's `bexpr.CreateFilter(expr, nil, nil)` here); `ServiceTags` never null.
 async fn checks(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> {
+    let filter = ctx
+        .query
+        .non_empty("filter")
+        .map(Filter::parse)
+        .transpose()?;
     let authz = c.authz(&ctx)?;
     let node = c.store.cfg.node_name.clone();
     let body = c.store.read(|st| {
@@ -116,5 +123,9 @@ async fn checks(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError
             .collect();
         Value::Object(map)
     });
+    let body = match &filter {
+        Some(f) => f.apply(body)?,
+        None => body,
+    };
     Ok(meta::json(&body, ctx.pretty))
 }

@@ -260,6 +260,10 @@ async fn agent_members_and_checks() {
     let r = a.get("/v1/agent/checks").await;
     assert_eq!(keys(&r.json()), vec!["serfHealth", "service:cache"]);
     assert_eq!(r.json()["service:cache"]["ServiceTags"], json!([]));
+    let r = a
+        .get("/v1/agent/checks?filter=ServiceName%20%3D%3D%20%22cache%22")
+        .await;
+    assert_eq!(keys(&r.json()), vec!["service:cache"], "{}", r.text);
 }
 
 #[tokio::test]
