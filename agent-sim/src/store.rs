@@ -6,10 +6,11 @@
 mod catalog;
 mod leaf;
 mod reset;
+mod server;
 mod virtual_ip;
 
 pub use catalog::CheckUpdate;
-pub(crate) use catalog::SERVER_NODE;
+pub(crate) use server::SERVER_NODE;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -180,7 +181,7 @@ impl Store {
             ..CaConfig::default()
         };
         let ca = Ca::new(ca_cfg, now, index, &mut rng).map_err(SimError::Ca)?;
-        let (server, consul) = catalog::server_node(&cfg, 1);
+        let (server, consul) = server::server_node(&cfg, 1);
         let server_key = (server.name.clone(), consul.id.clone());
         let state = State {
             index,

@@ -7,6 +7,7 @@ mod api {
     mod acl;
     mod bad_input;
     mod blocking;
+    mod central;
     mod endpoints;
     mod faults;
     mod filter;
