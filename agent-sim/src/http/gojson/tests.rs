@@ -29,3 +29,41 @@ fn keys_are_escaped_too() {
         r#"{"\u003ck\u003e":1}"#
     );
 }
+
+fn arb_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::from),
+        any::<i64>().prop_map(serde_json::Value::from),
+        "\\PC{0,12}".prop_map(serde_json::Value::from),
+        "[<>&\u{2028}\u{2029}a\"\\\\]{0,8}".prop_map(serde_json::Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+            proptest::collection::btree_map("[a-z<&]{0,4}", inner, 0..4)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest::proptest! {
+    /// Both forms decode to the same value, never carry a raw `<`, `>`, `&`, U+2028 or U+2029,
+    /// and the pretty form is the compact one re-indented (same tokens, four-space steps).
+    #[test]
+    fn round_trips_and_escapes(v in arb_value()) {
+        let c = String::from_utf8(compact(&v)).unwrap();
+        let p = String::from_utf8(pretty(&v)).unwrap();
+        proptest::prop_assert_eq!(serde_json::from_str::<serde_json::Value>(&c).unwrap(), v.clone());
+        proptest::prop_assert_eq!(serde_json::from_str::<serde_json::Value>(&p).unwrap(), v);
+        for s in [&c, &p] {
+            proptest::prop_assert!(!s.contains(['<', '>', '&', '\u{2028}', '\u{2029}']), "{}", s);
+        }
+        proptest::prop_assert!(p.ends_with('\n'));
+        for line in p.lines() {
+            let indent = line.len() - line.trim_start_matches(' ').len();
+            proptest::prop_assert_eq!(indent % 4, 0, "{}", line);
+        }
+    }
+}
