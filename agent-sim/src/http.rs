@@ -8,6 +8,7 @@ pub mod meta;
 pub mod query;
 
 pub(crate) mod agent;
+mod agent_check;
 mod agent_local;
 mod catalog;
 pub(crate) mod chain;

@@ -5,6 +5,7 @@
 
 mod catalog;
 mod leaf;
+mod local_check;
 mod reset;
 mod server;
 mod virtual_ip;

@@ -68,6 +68,12 @@ async function main() {
   const q = checks["service:queue-1"];
   check("agent.check.list: the TTL check passing", q && q.Status === "passing", checks);
   await consul.agent.service.deregister("queue-1");
+  await consul.agent.check.register({ name: "api-ttl", id: "api-ttl", ttl: "30s", serviceid: "api-1" });
+  await consul.agent.check.pass("api-ttl");
+  const afterPass = await consul.agent.check.list();
+  check("agent.check.register + pass", afterPass["api-ttl"] && afterPass["api-ttl"].Status === "passing", afterPass);
+  await consul.agent.check.deregister("api-ttl");
+  check("agent.check.deregister", !("api-ttl" in (await consul.agent.check.list())));
 
   check("catalog.datacenters", JSON.stringify(await consul.catalog.datacenters()) === '["dc1"]');
   const nodes = await consul.catalog.node.list();

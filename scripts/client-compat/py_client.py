@@ -74,6 +74,12 @@ def agent():
     check("health.service passing lists cache-1", [n["Service"]["ID"] for n in nodes] == ["cache-1"], nodes)
     c.agent.service.deregister("cache-1")
     check("service and check deregistered", "service:cache-1" not in c.agent.checks())
+    check("check.register", c.agent.check.register("web-ttl", check=consul.Check.ttl("30s"), service_id="web-1") is True)
+    check("check.ttl_pass", c.agent.check.ttl_pass("web-ttl") is True)
+    checks = c.agent.checks()
+    check("agent.checks has web-ttl passing", checks.get("web-ttl", {}).get("Status") == "passing", checks)
+    check("check.deregister", c.agent.check.deregister("web-ttl") is True)
+    check("check gone", "web-ttl" not in c.agent.checks())
 
 
 def catalog():

@@ -30,6 +30,7 @@ pub fn app(control: Control) -> Router {
         .merge(super::health::routes())
         .merge(super::agent::routes())
         .merge(super::agent_local::routes())
+        .merge(super::agent_check::routes())
         .merge(super::catalog::routes())
         .merge(super::status::routes())
         .fallback(|| async { ApiError::unknown_path() })

@@ -159,7 +159,7 @@ impl State {
         self.services.insert(key, svc);
     }
 
-    fn put_check(&mut self, mut check: HealthCheck, index: u64) {
+    pub(super) fn put_check(&mut self, mut check: HealthCheck, index: u64) {
         let key = (check.node.clone(), check.check_id.clone());
         if let Some(old) = self.checks.get(&key) {
             if old.is_same(&check) {

@@ -267,6 +267,75 @@ async fn agent_members_and_checks() {
 }
 
 #[tokio::test]
+async fn agent_check_register_and_deregister() {
+    let a = plain();
+    a.control
+        .register(&json!({"Name": "web", "Port": 80, "Tags": ["v1"]}))
+        .unwrap();
+    let r = a
+        .put(
+            "/v1/agent/check/register",
+            r#"{"Name": "web-ttl", "ServiceID": "web", "TTL": "30s"}"#,
+        )
+        .await;
+    assert_eq!((r.status, r.text.as_str()), (200, ""));
+    let r = a
+        .put(
+            "/v1/agent/check/register",
+            r#"{"ID": "disk", "Name": "Disk", "TTL": "1m", "Status": "passing"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let checks = a.get("/v1/agent/checks").await.json();
+    assert_eq!(
+        keys(&checks),
+        vec!["disk", "serfHealth", "web-ttl"],
+        "ID defaults to Name"
+    );
+    assert_eq!(checks["web-ttl"]["ServiceName"], "web");
+    assert_eq!(checks["web-ttl"]["ServiceTags"], json!(["v1"]));
+    assert_eq!(checks["web-ttl"]["Status"], "critical");
+    assert_eq!(checks["disk"]["Type"], "ttl");
+    assert_eq!(checks["disk"]["ServiceID"], "");
+    let r = a.get("/v1/health/service/web?passing").await;
+    assert_eq!(r.text, "[]", "the new critical check makes web unhealthy");
+    assert_eq!(a.put("/v1/agent/check/pass/web-ttl", "").await.status, 200);
+    let r = a.get("/v1/health/service/web?passing").await;
+    assert_eq!(r.json().as_array().unwrap().len(), 1);
+
+    let r = a
+        .put(
+            "/v1/agent/check/register",
+            r#"{"Name": "x", "ServiceID": "nope", "TTL": "1s"}"#,
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.text.as_str()),
+        (404, r#"ServiceID "nope" does not exist"#)
+    );
+    let r = a.put("/v1/agent/check/register", r#"{"TTL": "1s"}"#).await;
+    assert_eq!((r.status, r.text.as_str()), (400, "Missing check name"));
+    let r = a
+        .put(
+            "/v1/agent/check/register",
+            r#"{"Name": "x", "TTL": "1s", "Status": "bogus"}"#,
+        )
+        .await;
+    assert_eq!((r.status, r.text.as_str()), (400, "Bad check status"));
+
+    assert_eq!(
+        a.put("/v1/agent/check/deregister/web-ttl", "").await.status,
+        200
+    );
+    let r = a.put("/v1/agent/check/deregister/web-ttl", "").await;
+    assert_eq!(r.status, 404, "{}", r.text);
+    assert_eq!(
+        keys(&a.get("/v1/agent/checks").await.json()),
+        vec!["disk", "serfHealth"]
+    );
+}
+
+#[tokio::test]
 async fn agent_self_omits_what_consul_omits_and_sorts_maps() {
     let a = plain();
     let r = a.get("/v1/agent/self").await;
