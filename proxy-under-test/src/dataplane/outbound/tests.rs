@@ -80,6 +80,7 @@ fn upstream(targets: Vec<Target>) -> Upstream {
         name: "cache".into(),
         bind: "127.0.0.1:0".parse().unwrap(),
         connect_timeout: Duration::from_secs(2),
+        protocol: crate::knobs::Protocol::Tcp,
         targets,
         virtual_ips: vec![],
     }
