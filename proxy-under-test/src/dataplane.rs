@@ -24,6 +24,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+#[cfg(feature = "sabotage")]
 pub(crate) use self::l7::reply::is_grpc as is_grpc_request;
 use self::listen::UpstreamListener;
 pub use self::unix::UnixBindError;
