@@ -1,4 +1,4 @@
-//! HTTP/2 fixtures: an h2c application (echo with trailers, resets, a held stream that reports
+//! HTTP/2 fixtures: data planes for an HTTP/2 `db`, an h2c application (echo with trailers, resets, a held stream that reports
 //! how its request body ended) and HTTP/2 clients (over mTLS with ALPN, or h2c).
 
 use std::net::SocketAddr;
@@ -17,7 +17,14 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::ClientConfig;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
+
+use super::TestCa;
+use crate::authz::{DefaultPolicy, HttpMatch, Intention, IntentionSet, Permission};
+use crate::dataplane::{DataPlane, RunningDataPlane};
+use crate::knobs::{Knobs, Protocol};
+use crate::metrics::Metrics;
+use crate::snapshot::Snapshot;
 
 /// A request or response body fed from a channel: data chunks, or an error (which makes hyper
 /// reset the stream).
@@ -212,4 +219,77 @@ pub(crate) async fn call(
     tokio::time::timeout(Duration::from_secs(60), fut)
         .await
         .map_err(|_| "timed out".to_owned())?
+}
+
+/// One permission allowing exactly the gRPC method (path) `method`.
+pub(crate) fn grpc_method_only(method: &str) -> Vec<Permission> {
+    vec![Permission {
+        action: "allow".into(),
+        http: Some(HttpMatch {
+            path_exact: Some(method.into()),
+            ..HttpMatch::default()
+        }),
+    }]
+}
+
+/// A data plane for `db` (protocol `protocol`) in front of `app`.
+pub(crate) async fn start(
+    metrics: &Arc<Metrics>,
+    ca: &TestCa,
+    app: SocketAddr,
+    protocol: Protocol,
+    intentions: Vec<Intention>,
+) -> (watch::Sender<Option<Arc<Snapshot>>>, RunningDataPlane) {
+    start_snap(metrics, db_snapshot(ca, app, protocol, intentions)).await
+}
+
+/// A snapshot for `db` (protocol `protocol`, default deny) in front of `app`.
+pub(crate) fn db_snapshot(
+    ca: &TestCa,
+    app: SocketAddr,
+    protocol: Protocol,
+    intentions: Vec<Intention>,
+) -> Snapshot {
+    let knobs = Knobs {
+        protocol,
+        ..Knobs::default()
+    };
+    super::snapshot(ca, app, intentions, DefaultPolicy::DENY, knobs, vec![])
+}
+
+/// Starts a data plane on `snap`, recording into `metrics`.
+pub(crate) async fn start_snap(
+    metrics: &Arc<Metrics>,
+    snap: Snapshot,
+) -> (watch::Sender<Option<Arc<Snapshot>>>, RunningDataPlane) {
+    let (tx, rx) = watch::channel(Some(Arc::new(snap)));
+    let dp = DataPlane::new(rx)
+        .with_metrics(metrics.clone())
+        .start()
+        .await
+        .unwrap();
+    (tx, dp)
+}
+
+/// Allowed decisions so far in `m`.
+pub(crate) fn allowed_count(m: &Metrics) -> u64 {
+    let text = m.render();
+    text.lines()
+        .find_map(|l| l.strip_prefix("proxy_authorization_decisions_total{decision=\"allow\"} "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+pub(crate) fn set_intentions(
+    tx: &watch::Sender<Option<Arc<Snapshot>>>,
+    intentions: Vec<Intention>,
+) {
+    tx.send_modify(|cur| {
+        let mut next = (**cur.as_ref().unwrap()).clone();
+        let set = IntentionSet::new("db", intentions);
+        #[cfg(feature = "sabotage")]
+        let set = set.with_sabotage(next.sabotage.set());
+        next.intentions = Arc::new(set);
+        *cur = Some(Arc::new(next));
+    });
 }

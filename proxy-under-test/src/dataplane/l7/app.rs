@@ -41,9 +41,23 @@ impl AppClient {
         req: Request<Incoming>,
     ) -> Result<http::Response<Incoming>, AppError> {
         if snap.knobs.protocol.is_h2() {
-            let mut sender = self.h2_sender(snap).await?;
-            let req = absolute(req, None);
-            return Ok(sender.send_request(req).await?);
+            let mut req = absolute(req, None);
+            // A request the connection never sent (it had just closed) is retried once on a
+            // fresh connection.
+            for attempt in 0..2 {
+                let mut sender = self.h2_sender(snap).await?;
+                match sender.try_send_request(req).await {
+                    Ok(resp) => return Ok(resp),
+                    Err(mut e) => match e.take_message() {
+                        Some(unsent) if attempt == 0 => {
+                            self.h2.lock().await.take();
+                            req = unsent;
+                        }
+                        _ => return Err(e.into_error().into()),
+                    },
+                }
+            }
+            return Err(AppError::Connect("application connection closed".into()));
         }
         // HTTP/1.1: one request at a time on the connection, so the lock is held throughout.
         let mut guard = self.h1.lock().await;

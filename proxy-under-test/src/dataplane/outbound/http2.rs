@@ -42,17 +42,31 @@ impl Pool {
         let Some(up) = snap.upstream_at(&self.name, &self.bind) else {
             return unavailable("no healthy upstream");
         };
-        let Some(mut sender) = self.sender(&snap, up).await else {
-            return unavailable("no healthy upstream");
-        };
         tracing::debug!(upstream = %self.name, method = %req.method(), path = req.uri().path(), grpc, "upstream stream");
-        match sender.send_request(absolute(req, Some(&up.name))).await {
-            Ok(resp) => Ok(resp.map(|b| response_body(&snap, b))),
-            Err(e) => {
-                tracing::info!(upstream = %self.name, error = %e, "upstream stream failed; resetting the application's stream");
-                Err(e)
+        let mut req = absolute(req, Some(&up.name));
+        // A request the pooled connection never sent (it had just closed) is retried once on a
+        // fresh connection.
+        for attempt in 0..2 {
+            let Some(mut sender) = self.sender(&snap, up).await else {
+                return unavailable("no healthy upstream");
+            };
+            match sender.try_send_request(req).await {
+                Ok(resp) => return Ok(resp.map(|b| response_body(&snap, b))),
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if attempt == 0 => {
+                        tracing::debug!(upstream = %self.name, error = %e.error(), "pooled upstream connection closed; redialing");
+                        self.conn.lock().await.take();
+                        req = unsent;
+                    }
+                    _ => {
+                        let e = e.into_error();
+                        tracing::info!(upstream = %self.name, error = %e, "upstream stream failed; resetting the application's stream");
+                        return Err(e);
+                    }
+                },
             }
         }
+        unavailable("no healthy upstream")
     }
 
     /// The pooled connection, (re)dialed when there is none or it closed; `None` when no

@@ -1,6 +1,8 @@
 //! Outbound tests: mTLS to fake upstream instances, identity verification (impostor refused),
 //! round-robin spread, failover targets, no endpoint.
 
+mod h2;
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -55,7 +57,7 @@ async fn fake_upstream(ca: &TestCa, leaf: TestLeaf, name: &'static str, seen: Se
     addr
 }
 
-fn ep(addr: SocketAddr, label: &str) -> Endpoint {
+pub(super) fn ep(addr: SocketAddr, label: &str) -> Endpoint {
     Endpoint {
         host: addr.ip().to_string(),
         port: addr.port(),
@@ -65,7 +67,7 @@ fn ep(addr: SocketAddr, label: &str) -> Endpoint {
     }
 }
 
-fn target(service: &str, endpoints: Vec<Endpoint>) -> Target {
+pub(super) fn target(service: &str, endpoints: Vec<Endpoint>) -> Target {
     Target {
         id: format!("{service}.default.default.dc1"),
         service: service.into(),

@@ -6,67 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::StatusCode;
-use tokio::sync::watch;
 
-use crate::authz::{DefaultPolicy, HttpMatch, Intention, IntentionSet, Permission};
-use crate::dataplane::{DataPlane, RunningDataPlane};
-use crate::knobs::{Knobs, Protocol};
+use crate::authz::Intention;
+use crate::knobs::Protocol;
 use crate::metrics::Metrics;
-use crate::snapshot::Snapshot;
 use crate::testutil::h2::*;
 use crate::testutil::*;
-
-pub(crate) fn grpc_method_only(method: &str) -> Vec<Permission> {
-    vec![Permission {
-        action: "allow".into(),
-        http: Some(HttpMatch {
-            path_exact: Some(method.into()),
-            ..HttpMatch::default()
-        }),
-    }]
-}
-
-/// A data plane for `db` (protocol `protocol`) in front of `app`.
-pub(crate) async fn start(
-    metrics: &Arc<Metrics>,
-    ca: &TestCa,
-    app: std::net::SocketAddr,
-    protocol: Protocol,
-    intentions: Vec<Intention>,
-) -> (watch::Sender<Option<Arc<Snapshot>>>, RunningDataPlane) {
-    let knobs = Knobs {
-        protocol,
-        ..Knobs::default()
-    };
-    let snap = snapshot(ca, app, intentions, DefaultPolicy::DENY, knobs, vec![]);
-    let (tx, rx) = watch::channel(Some(Arc::new(snap)));
-    let dp = DataPlane::new(rx)
-        .with_metrics(metrics.clone())
-        .start()
-        .await
-        .unwrap();
-    (tx, dp)
-}
-
-/// Allowed decisions so far in `m`.
-pub(crate) fn allowed_count(m: &Metrics) -> u64 {
-    let text = m.render();
-    text.lines()
-        .find_map(|l| l.strip_prefix("proxy_authorization_decisions_total{decision=\"allow\"} "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-pub(crate) fn set_intentions(
-    tx: &watch::Sender<Option<Arc<Snapshot>>>,
-    intentions: Vec<Intention>,
-) {
-    tx.send_modify(|cur| {
-        let mut next = (**cur.as_ref().unwrap()).clone();
-        next.intentions = Arc::new(IntentionSet::new("db", intentions));
-        *cur = Some(Arc::new(next));
-    });
-}
 
 #[tokio::test]
 async fn alpn_follows_consuls_envoy_per_protocol() {
