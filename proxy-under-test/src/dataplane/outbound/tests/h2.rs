@@ -18,7 +18,7 @@ use crate::testutil::*;
 
 const ALLOWED: &str = "/pkg.Svc/Allowed";
 
-fn web_snapshot(ca: &TestCa, db: std::net::SocketAddr) -> crate::snapshot::Snapshot {
+pub(super) fn web_snapshot(ca: &TestCa, db: std::net::SocketAddr) -> crate::snapshot::Snapshot {
     let up = Upstream {
         name: "db".into(),
         bind: "127.0.0.1:0".parse().unwrap(),
