@@ -238,3 +238,47 @@ async fn stream_resets_propagate_both_ways() {
         .unwrap();
     assert_eq!((&ok.body[..], ok.get("grpc-status")), (&b"still"[..], "0"));
 }
+
+#[tokio::test]
+async fn a_broken_connection_leaves_other_connections_streams_alone() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ca = TestCa::new("Consul CA 1");
+    let (app, _) = h2_app().await;
+    let ixns = vec![Intention::l7(
+        "web",
+        "db",
+        grpc_method_only("/pkg.Svc/Allowed"),
+    )];
+    let (_tx, dp) = start(&Metrics::new(), &ca, app, Protocol::Grpc, ixns).await;
+    let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
+    let (mut good, _) = h2_tls_client(dp.inbound_addr(), cfg.clone()).await;
+    let ok = call(&mut good, "/pkg.Svc/Allowed", true, body_of(b"1"))
+        .await
+        .unwrap();
+    assert_eq!(ok.get("grpc-status"), "0");
+
+    // Another connection sends the preface then a malformed frame: the proxy drops it.
+    let mut h2cfg = (*cfg).clone();
+    h2cfg.alpn_protocols = vec![b"h2".to_vec()];
+    let mut bad = connect(dp.inbound_addr(), Arc::new(h2cfg)).await.unwrap();
+    bad.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    // A SETTINGS frame with a length that is not a multiple of 6: FRAME_SIZE_ERROR.
+    bad.write_all(&[0, 0, 5, 4, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5])
+        .await
+        .unwrap();
+    let mut sink = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(10), bad.read_to_end(&mut sink)).await;
+    assert!(closed.is_ok(), "the broken connection is closed");
+
+    // The good connection's next streams are decided as before, both ways.
+    let ok = call(&mut good, "/pkg.Svc/Allowed", true, body_of(b"2"))
+        .await
+        .unwrap();
+    assert_eq!((ok.get("grpc-status"), &ok.body[..]), ("0", &b"2"[..]));
+    let no = call(&mut good, "/pkg.Svc/Other", true, body_of(b"3"))
+        .await
+        .unwrap();
+    assert_eq!(no.get("grpc-status"), "7");
+}
