@@ -208,9 +208,9 @@ pub(crate) fn targets_for(
     (vec![target], DEFAULT_CONNECT_TIMEOUT)
 }
 
-/// An upstream's protocol: its registration's `Config.protocol`, else its chain's protocol (the
-/// destination's `service-defaults`/`proxy-defaults` when the chain was compiled without an
-/// override), else TCP.
+/// An upstream's protocol: its registration's `Config.protocol` (where a Consul agent merges the
+/// destination's `service-defaults`/`proxy-defaults` protocol, `MergeServiceConfig`), else its
+/// chain's protocol, else TCP.
 pub(crate) fn upstream_protocol(
     configured: Option<Protocol>,
     chain: Option<&CompiledChain>,
