@@ -131,6 +131,28 @@ fn upstreams_are_validated() {
 }
 
 #[test]
+fn upstream_protocol_from_the_merged_config_then_the_chain() {
+    let svc: AgentService =
+        serde_json::from_value(json!({"Kind":"connect-proxy","ID":"p","Proxy":{
+        "DestinationServiceName":"web","Upstreams":[
+            {"DestinationName":"db","LocalBindPort":9191,"Config":{"protocol":"grpc"}},
+            {"DestinationName":"api","LocalBindPort":9192,"Config":null},
+            {"DestinationName":"cache","LocalBindPort":9193}]}}))
+        .unwrap();
+    let got: Vec<Option<Protocol>> = upstream_specs(&svc).iter().map(|s| s.protocol).collect();
+    assert_eq!(got, [Some(Protocol::Grpc), None, None]);
+    let http2 = chain(&json!({"Chain":{"Protocol":"http2"}}));
+    let tcp = chain(&json!({"Chain":{"Protocol":"tcp"}}));
+    assert_eq!(
+        upstream_protocol(Some(Protocol::Grpc), Some(&tcp)),
+        Protocol::Grpc
+    );
+    assert_eq!(upstream_protocol(None, Some(&http2)), Protocol::Http2);
+    assert_eq!(upstream_protocol(None, Some(&tcp)), Protocol::Tcp);
+    assert_eq!(upstream_protocol(None, None), Protocol::Tcp);
+}
+
+#[test]
 fn go_durations() {
     assert_eq!(parse_go_duration("5s"), Some(Duration::from_secs(5)));
     assert_eq!(parse_go_duration("1m30s"), Some(Duration::from_secs(90)));
