@@ -278,7 +278,7 @@ impl IntentionSet {
             .permissions
             .iter()
             .enumerate()
-            .find(|(_, p)| p.matches(request))
+            .find(|(_, p)| self.permission_matches(p, request))
         {
             Some((idx, perm)) => Decision {
                 allowed: perm.allows(),
@@ -299,6 +299,17 @@ impl IntentionSet {
                 ),
             },
         }
+    }
+}
+
+impl IntentionSet {
+    /// Whether permission `p` matches `request` (sabotage `ignore-grpc-paths` aside).
+    fn permission_matches(&self, p: &CompiledPermission, request: &RequestInfo<'_>) -> bool {
+        #[cfg(feature = "sabotage")]
+        if self.ignores_grpc_paths(request) {
+            return p.matches_with(request, true);
+        }
+        p.matches(request)
     }
 }
 

@@ -24,6 +24,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+#[cfg(feature = "sabotage")]
+pub(crate) use self::l7::reply::is_grpc as is_grpc_request;
 use self::listen::UpstreamListener;
 pub use self::unix::UnixBindError;
 use crate::metrics::Metrics;
@@ -151,14 +153,30 @@ impl Shared {
         if let Some((old, tls)) = cache.as_ref()
             && Arc::ptr_eq(&old.leaf.certified, &snap.leaf.certified)
             && Arc::ptr_eq(&old.roots.store, &snap.roots.store)
+            && old.knobs.protocol == snap.knobs.protocol
         {
             return Ok(tls.clone());
         }
         let tls = tls::inbound(&snap.leaf, &snap.roots)?;
         #[cfg(feature = "sabotage")]
         let tls = snap.sabotage.inbound_tls(tls, snap)?;
+        let tls = with_alpn(tls, snap.knobs.protocol);
         *cache = Some((snap.clone(), tls.clone()));
         Ok(tls)
+    }
+}
+
+/// `tls` offering the ALPN protocols Consul's Envoy offers for `protocol`.
+fn with_alpn(tls: InboundTls, protocol: crate::knobs::Protocol) -> InboundTls {
+    let alpn = protocol.alpn();
+    if alpn.is_empty() {
+        return tls;
+    }
+    let mut config = (*tls.config).clone();
+    config.alpn_protocols = alpn;
+    InboundTls {
+        config: Arc::new(config),
+        verifier: tls.verifier,
     }
 }
 

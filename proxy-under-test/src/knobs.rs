@@ -2,7 +2,7 @@
 //!
 //! | key | default | meaning |
 //! |---|---|---|
-//! | `protocol` | `tcp` | `http`, `http2`, `grpc` switch the inbound side to L7 (HTTP/1.1) |
+//! | `protocol` | `tcp` | `http` switches the inbound side to L7 over HTTP/1.1; `http2` and `grpc` to L7 over HTTP/2 (ALPN `h2`, the local app over h2c) |
 //! | `reauthorize_interval_ms` | 1000 | re-check every open inbound connection this often (0 = only on change) |
 //! | `max_connection_lifetime_ms` | 0 (off) | close inbound connections older than this |
 //! | `local_connect_timeout_ms` | 1000 | dial timeout to the local application |
@@ -28,16 +28,43 @@ pub enum Protocol {
     /// Plain TCP: authorize per connection.
     #[default]
     Tcp,
-    /// HTTP-based (`http`, `http2`, `grpc`): authorize per request.
+    /// `http`: authorize per request, HTTP/1.1 on both sides.
     Http,
+    /// `http2`: authorize per stream; HTTP/2 (or HTTP/1.1) inbound, h2c to the local app.
+    Http2,
+    /// `grpc`: as `http2`; refused gRPC calls get `grpc-status: 7`.
+    Grpc,
 }
 
 impl Protocol {
     /// Maps Consul's protocol names; unknown or empty means TCP.
     pub fn parse(s: &str) -> Self {
         match s.to_ascii_lowercase().as_str() {
-            "http" | "http2" | "grpc" => Self::Http,
+            "http" => Self::Http,
+            "http2" => Self::Http2,
+            "grpc" => Self::Grpc,
             _ => Self::Tcp,
+        }
+    }
+
+    /// HTTP-based (L7): `http`, `http2` or `grpc`.
+    pub fn is_http(self) -> bool {
+        !matches!(self, Self::Tcp)
+    }
+
+    /// Carried over HTTP/2 (`http2`, `grpc`).
+    pub fn is_h2(self) -> bool {
+        matches!(self, Self::Http2 | Self::Grpc)
+    }
+
+    /// The ALPN protocols the inbound TLS listener offers, as Consul's Envoy public listener
+    /// does (`getAlpnProtocols` in Consul's `agent/xds/listeners.go`): `h2` and `http/1.1` for
+    /// `http2`/`grpc`, `http/1.1` for `http`, none for `tcp`.
+    pub fn alpn(self) -> Vec<Vec<u8>> {
+        match self {
+            Self::Tcp => Vec::new(),
+            Self::Http => vec![b"http/1.1".to_vec()],
+            Self::Http2 | Self::Grpc => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
         }
     }
 }
@@ -201,7 +228,17 @@ mod tests {
         let on: Map<String, Value> =
             serde_json::from_str(r#"{"transparent_passthrough":"true"}"#).unwrap();
         assert!(Knobs::from_config(&on).transparent_passthrough);
-        assert_eq!(Protocol::parse("grpc"), Protocol::Http);
+        assert_eq!(Protocol::parse("grpc"), Protocol::Grpc);
+        assert_eq!(Protocol::parse("HTTP2"), Protocol::Http2);
         assert_eq!(Protocol::parse(""), Protocol::Tcp);
+        assert!(Protocol::Grpc.is_http() && Protocol::Grpc.is_h2());
+        assert!(Protocol::Http.is_http() && !Protocol::Http.is_h2());
+        assert!(!Protocol::Tcp.is_http());
+        assert_eq!(Protocol::Tcp.alpn(), Vec::<Vec<u8>>::new());
+        assert_eq!(Protocol::Http.alpn(), vec![b"http/1.1".to_vec()]);
+        assert_eq!(
+            Protocol::Http2.alpn(),
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
     }
 }

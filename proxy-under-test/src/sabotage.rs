@@ -86,8 +86,8 @@ pub enum Sabotage {
     StallAfterIndexReset,
     /// `ignore-permissions`: an L7 intention with `Permissions` is treated as an L4 allow.
     IgnorePermissions,
-    /// `authorize-per-connection`: the L7 decision of a connection's first request is reused
-    /// for the rest of it.
+    /// `authorize-per-connection`: the L7 decision of a connection's first request (HTTP/1.1) or
+    /// first stream (HTTP/2) is reused for the rest of it.
     AuthorizePerConnection,
     /// `ignore-config-changes`: the registration is read once; later changes (new upstreams)
     /// are never seen.
@@ -114,11 +114,18 @@ pub enum Sabotage {
     /// leaf or the roots change (a fresh load from the agent counts, whatever it holds), as
     /// inline-cert Envoy's listener drain does.
     DropOnChange,
+    /// `ignore-grpc-paths`: for gRPC requests (`content-type: application/grpc*`), L7 path
+    /// matches (`PathExact`, `PathPrefix`, `PathRegex`) match any path, as in a proxy that does
+    /// not understand gRPC method paths.
+    IgnoreGrpcPaths,
+    /// `drop-trailers`: HTTP/2 response trailers (`grpc-status`, custom ones) are not passed on,
+    /// inbound (application to caller) nor through upstream listeners.
+    DropTrailers,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 32] = [
+    pub const ALL: [Self; 34] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -151,6 +158,8 @@ impl Sabotage {
         Self::RejectHostnameEndpoints,
         Self::IgnoreAppSocket,
         Self::DropOnChange,
+        Self::IgnoreGrpcPaths,
+        Self::DropTrailers,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -188,6 +197,8 @@ impl Sabotage {
             Self::RejectHostnameEndpoints => "reject-hostname-endpoints",
             Self::IgnoreAppSocket => "ignore-app-socket",
             Self::DropOnChange => "drop-on-change",
+            Self::IgnoreGrpcPaths => "ignore-grpc-paths",
+            Self::DropTrailers => "drop-trailers",
         }
     }
 

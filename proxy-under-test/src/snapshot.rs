@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::authz::{DefaultPolicy, IntentionSet};
-use crate::knobs::Knobs;
+use crate::knobs::{Knobs, Protocol};
 use crate::tls::{Leaf, TrustRoots};
 
 /// One complete, consistent view of the proxy's configuration and security state.
@@ -63,6 +63,9 @@ pub struct Upstream {
     pub bind: Bind,
     /// Dial + handshake timeout per endpoint attempt.
     pub connect_timeout: Duration,
+    /// `http2`/`grpc`: the listener speaks h2c to the application and HTTP/2 (ALPN `h2`) to the
+    /// instances; anything else is carried as bytes.
+    pub protocol: Protocol,
     /// Primary target first, then failover targets (used when earlier ones have no endpoint).
     pub targets: Vec<Target>,
     /// Virtual IPs that reach this upstream through the transparent listener (the chain's

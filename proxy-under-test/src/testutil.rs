@@ -1,6 +1,8 @@
 //! Test support (compiled only for tests): an rcgen CA minting SPIFFE leaves (good, expired,
 //! no-URI, agent-ID, cross-signed), probe clients, an echo app and hand-built snapshots.
 
+pub(crate) mod h2;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

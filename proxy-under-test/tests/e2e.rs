@@ -9,6 +9,7 @@ mod e2e {
     mod config;
     mod faults;
     mod freshness;
+    mod grpc;
     mod inbound;
     mod l7;
     mod sockets;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::types::{AgentService, CompiledChain, HealthEntry};
 use crate::authz::{DefaultPolicy, IntentionSet};
-use crate::knobs::Knobs;
+use crate::knobs::{Knobs, Protocol};
 use crate::snapshot::{Bind, Endpoint, Snapshot, Target, Upstream};
 use crate::tls::{Leaf, TrustRoots};
 
@@ -27,6 +27,8 @@ pub(crate) struct UpstreamSpec {
     pub(crate) namespace: String,
     pub(crate) datacenter: String,
     pub(crate) bind: Bind,
+    /// The upstream's `Config.protocol` (Consul's per-upstream protocol override), if set.
+    pub(crate) protocol: Option<Protocol>,
 }
 
 impl UpstreamSpec {
@@ -135,6 +137,7 @@ pub(crate) fn upstream_specs(svc: &AgentService) -> Vec<UpstreamSpec> {
                 namespace: if u.destination_namespace.is_empty() { "default".into() } else { u.destination_namespace.clone() },
                 datacenter: u.datacenter.clone(),
                 bind,
+                protocol: u.config.get("protocol").and_then(|p| p.as_str()).map(Protocol::parse),
             })
         })
         .collect()
@@ -205,6 +208,18 @@ pub(crate) fn targets_for(
     (vec![target], DEFAULT_CONNECT_TIMEOUT)
 }
 
+/// An upstream's protocol: its registration's `Config.protocol` (where a Consul agent merges the
+/// destination's `service-defaults`/`proxy-defaults` protocol, `MergeServiceConfig`), else its
+/// chain's protocol, else TCP.
+pub(crate) fn upstream_protocol(
+    configured: Option<Protocol>,
+    chain: Option<&CompiledChain>,
+) -> Protocol {
+    configured
+        .or_else(|| chain.map(|c| Protocol::parse(&c.protocol)))
+        .unwrap_or_default()
+}
+
 fn endpoints(entries: &[HealthEntry]) -> Vec<Endpoint> {
     entries
         .iter()
@@ -268,7 +283,9 @@ impl State {
                         }
                     })
                     .collect();
+                let protocol = upstream_protocol(spec.protocol, chain);
                 Upstream {
+                    protocol,
                     name: spec.name,
                     bind: spec.bind,
                     connect_timeout: timeout,

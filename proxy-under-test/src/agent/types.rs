@@ -114,6 +114,9 @@ pub struct AgentUpstream {
     /// File mode of that socket, a Go integer literal (`"0600"`: octal).
     #[serde(default, deserialize_with = "null_default")]
     pub local_bind_socket_mode: String,
+    /// Opaque upstream config (`protocol`).
+    #[serde(default, deserialize_with = "null_default")]
+    pub config: Map<String, Value>,
 }
 
 /// `GET /v1/agent/connect/ca/leaf/:service`.

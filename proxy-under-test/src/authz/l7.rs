@@ -98,9 +98,16 @@ impl CompiledPermission {
     }
 
     pub(crate) fn matches(&self, req: &RequestInfo<'_>) -> bool {
+        self.matches_with(req, false)
+    }
+
+    /// `matches`, with every path condition matching when `any_path` (sabotage
+    /// `ignore-grpc-paths`).
+    pub(crate) fn matches_with(&self, req: &RequestInfo<'_>, any_path: bool) -> bool {
         let Some(c) = &self.cond else { return false };
         let path_ok = match &c.path {
             PathCond::Any => true,
+            _ if any_path => true,
             PathCond::Exact(e) => req.path == e,
             PathCond::Prefix(p) => req.path.starts_with(p.as_str()),
             PathCond::Regex(r) => r.is_match(req.path),

@@ -40,6 +40,12 @@ impl IntentionSet {
         }
     }
 
+    /// `ignore-grpc-paths` is on and `request` is a gRPC call.
+    pub(super) fn ignores_grpc_paths(&self, request: &super::RequestInfo<'_>) -> bool {
+        self.sabotaged(Sabotage::IgnoreGrpcPaths)
+            && crate::dataplane::is_grpc_request(request.headers)
+    }
+
     /// A broken decision for `source`, or `None` to decide normally.
     pub(super) fn sabotaged_decision(&self, source: &ServiceId) -> Option<Decision> {
         match self.governing(source) {

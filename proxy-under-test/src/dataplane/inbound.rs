@@ -237,7 +237,7 @@ async fn handle(tcp: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
             tracing::info!(peer = %addr, source = %peer.id, reason = %d.reason, "inbound connection allowed");
             l4(stream, peer, snap, shared).await;
         }
-        Protocol::Http => {
+        Protocol::Http | Protocol::Http2 | Protocol::Grpc => {
             tracing::debug!(peer = %addr, source = %peer.id, "inbound HTTP connection");
             l7::serve(stream, peer, snap, shared).await;
         }

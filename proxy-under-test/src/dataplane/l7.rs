@@ -1,60 +1,58 @@
-//! L7 inbound: HTTP/1.1 over the terminated mTLS stream. Every request is authorized against the
-//! newest snapshot's intentions (so a change applies to the next request on a keep-alive
-//! connection); refused requests get 403 `RBAC: access denied`, allowed ones are forwarded to the
-//! local application over HTTP/1.1.
+//! L7 inbound over the terminated mTLS stream: HTTP/1.1 for `http`, HTTP/2 (ALPN `h2`, or
+//! HTTP/1.1, told apart by the connection preface) for `http2` and `grpc`. Every request (every
+//! HTTP/2 stream) is authorized on its own against the newest snapshot's intentions, so a change
+//! applies to the next request or stream on a connection that is already open; refused ones get
+//! Envoy's RBAC answer (403 `RBAC: access denied`, or `grpc-status: 7` for gRPC calls), allowed
+//! ones go to the local application ([`app`]: HTTP/1.1, or h2c for `http2`/`grpc`). Bodies,
+//! trailers and flow control pass through hyper's streaming bodies; a stream reset by the
+//! application is reset towards the caller with the same reason, and one reset by the caller is
+//! reset towards the application.
+
+pub(crate) mod app;
+pub(crate) mod reply;
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::BodyExt;
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
-use tokio::sync::Mutex;
 use tokio_rustls::server::TlsStream;
 
+use self::app::{AppClient, AppError};
 use super::Shared;
 use super::inbound::{Peer, log_end, supervise};
-use super::local::{self, AppConn};
 use crate::authz::RequestInfo;
 use crate::snapshot::Snapshot;
 
-type Body = BoxBody<Bytes, hyper::Error>;
+pub(crate) type Body = BoxBody<Bytes, hyper::Error>;
 
 /// Header carrying the authenticated caller to the application (Envoy's XFCC, URI only).
 const XFCC: &str = "x-forwarded-client-cert";
 
-fn text(status: StatusCode, body: &'static str) -> Response<Body> {
-    let mut resp = Response::new(
-        Full::new(Bytes::from_static(body.as_bytes()))
-            .map_err(|never| match never {})
-            .boxed(),
-    );
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain"),
-    );
-    resp
-}
-
 struct Forwarder {
     shared: Arc<Shared>,
     peer: Peer,
-    app: Mutex<Option<SendRequest<Incoming>>>,
+    app: AppClient,
     #[cfg(feature = "sabotage")]
     first_decision: std::sync::OnceLock<crate::authz::Decision>,
 }
 
 impl Forwarder {
-    async fn handle(&self, mut req: Request<Incoming>) -> Response<Body> {
+    /// Answers one request (one stream). `Err` resets an HTTP/2 stream (the application reset
+    /// its side); HTTP/1.1 never gets one.
+    async fn handle(&self, mut req: Request<Incoming>) -> Result<Response<Body>, hyper::Error> {
+        let grpc = reply::is_grpc(req.headers());
         let Some(snap) = self.shared.current() else {
-            return text(StatusCode::SERVICE_UNAVAILABLE, "no configuration");
+            return Ok(reply::local(
+                grpc,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "no configuration",
+            ));
         };
         let decision = {
             let info = RequestInfo {
@@ -70,66 +68,46 @@ impl Forwarder {
         self.shared.metrics.decision(decision.allowed);
         if !decision.allowed {
             tracing::info!(
-                peer = %self.peer.addr, source = %self.peer.id, method = %req.method(),
-                path = req.uri().path(), reason = %decision.reason, "HTTP request denied"
+                peer = %self.peer.addr, source = %self.peer.id, version = ?req.version(),
+                method = %req.method(), path = req.uri().path(), grpc,
+                reason = %decision.reason, "HTTP request denied"
             );
-            return text(StatusCode::FORBIDDEN, "RBAC: access denied");
+            return Ok(reply::local(grpc, StatusCode::FORBIDDEN, reply::DENIED));
         }
         tracing::debug!(
-            source = %self.peer.id, method = %req.method(), path = req.uri().path(),
-            reason = %decision.reason, "HTTP request allowed"
+            source = %self.peer.id, version = ?req.version(), method = %req.method(),
+            path = req.uri().path(), reason = %decision.reason, "HTTP request allowed"
         );
         req.headers_mut().remove(XFCC);
         if let Ok(v) = HeaderValue::from_str(&format!("URI={}", self.peer.id)) {
             req.headers_mut().insert(XFCC, v);
         }
-        match self.forward(&snap, req).await {
-            Ok(resp) => resp.map(BodyExt::boxed),
+        match self.app.send(&snap, req).await {
+            Ok(resp) => Ok(resp.map(|b| response_body(&snap, b))),
+            Err(AppError::Request(e)) if snap.knobs.protocol.is_h2() => {
+                tracing::info!(app = %snap.local_app, error = %e, "stream to the local application failed; resetting the caller's stream");
+                Err(e)
+            }
             Err(e) => {
                 tracing::warn!(app = %snap.local_app, error = %e, "forwarding to the local application failed");
-                text(StatusCode::BAD_GATEWAY, "upstream connect error")
+                Ok(reply::local(
+                    grpc,
+                    StatusCode::BAD_GATEWAY,
+                    "upstream connect error",
+                ))
             }
         }
     }
-
-    async fn forward(
-        &self,
-        snap: &Snapshot,
-        req: Request<Incoming>,
-    ) -> Result<Response<Incoming>, String> {
-        let mut guard = self.app.lock().await;
-        let reusable = match guard.as_mut() {
-            Some(s) => s.ready().await.is_ok(),
-            None => false,
-        };
-        if !reusable {
-            let app = local::connect(&snap.local_app, snap.knobs.local_connect_timeout)
-                .await
-                .map_err(|e| e.to_string())?;
-            let sender = match app {
-                AppConn::Tcp(s) => handshake(s).await,
-                AppConn::Unix(s) => handshake(s).await,
-            };
-            *guard = Some(sender?);
-        }
-        let sender = guard.as_mut().ok_or("no application connection")?;
-        sender.send_request(req).await.map_err(|e| e.to_string())
-    }
 }
 
-/// An HTTP/1.1 client connection to the local application over `stream` (TCP or unix); the
-/// connection task runs in the background.
-async fn handshake<S>(stream: S) -> Result<SendRequest<Incoming>, String>
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    Ok(sender)
+/// A response body as it is passed on (trailers included, unless sabotaged).
+pub(crate) fn response_body(snap: &Snapshot, body: Incoming) -> Body {
+    let body = body.boxed();
+    #[cfg(feature = "sabotage")]
+    let body = snap.sabotage.response_body(body);
+    #[cfg(not(feature = "sabotage"))]
+    let _ = snap;
+    body
 }
 
 pub(crate) async fn serve(
@@ -141,18 +119,26 @@ pub(crate) async fn serve(
     let fwd = Arc::new(Forwarder {
         shared: shared.clone(),
         peer: peer.clone(),
-        app: Mutex::new(None),
+        app: AppClient::default(),
         #[cfg(feature = "sabotage")]
         first_decision: std::sync::OnceLock::new(),
     });
     let svc = service_fn(move |req| {
         let fwd = fwd.clone();
-        async move { Ok::<_, std::convert::Infallible>(fwd.handle(req).await) }
+        async move { fwd.handle(req).await }
     });
-    let conn = hyper::server::conn::http1::Builder::new()
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), svc);
-    let end = supervise(&shared, &peer, &snap.knobs, false, conn).await;
+    let io = TokioIo::new(stream);
+    let end = if snap.knobs.protocol.is_h2() {
+        let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+        builder.http1().keep_alive(true);
+        let conn = builder.serve_connection(io, svc);
+        supervise(&shared, &peer, &snap.knobs, false, conn).await
+    } else {
+        let conn = hyper::server::conn::http1::Builder::new()
+            .keep_alive(true)
+            .serve_connection(io, svc);
+        supervise(&shared, &peer, &snap.knobs, false, conn).await
+    };
     log_end(&shared, &peer, &end);
 }
 

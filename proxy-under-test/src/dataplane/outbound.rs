@@ -6,6 +6,7 @@
 //! The transparent listener ([`super::transparent`]) serves its mesh destinations through the
 //! same [`serve`] (candidates, dial, handshake, copy loop).
 //! Host-name endpoints are resolved at each attempt ([`super::resolve`]).
+//! Upstreams whose protocol is `http2`/`grpc` are served per stream instead ([`http2`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
@@ -146,6 +147,10 @@ where
         let _ = tcp.shutdown().await;
         return;
     };
+    if up.protocol.is_h2() {
+        http2::serve(tcp, name, bind, shared.clone()).await;
+        return;
+    }
     let start = shared.round_robin.fetch_add(1, Ordering::Relaxed);
     serve(tcp, &shared, &snap, up, &candidates(up, start)).await;
 }
@@ -169,7 +174,7 @@ pub(crate) async fn serve<C>(
         .unwrap_or(up.connect_timeout);
     let mut remote = None;
     for &(target, ep) in cands {
-        match tokio::time::timeout(timeout, dial(snap, target, ep)).await {
+        match tokio::time::timeout(timeout, dial(snap, target, ep, false)).await {
             Ok(Ok(s)) => {
                 tracing::debug!(upstream = %name, target = %target.id, endpoint = %ep.label, "upstream connected");
                 remote = Some(s);
@@ -205,10 +210,12 @@ where
     }
 }
 
-async fn dial(
+/// mTLS to `ep` of `target`, offering ALPN `h2` when `h2`.
+pub(crate) async fn dial(
     snap: &Snapshot,
     target: &Target,
     ep: &Endpoint,
+    h2: bool,
 ) -> Result<TlsStream<TcpStream>, String> {
     let expected = ExpectedServer {
         namespace: target.namespace.clone(),
@@ -222,6 +229,13 @@ async fn dial(
     let config = tls::outbound(&snap.leaf, &snap.roots, expected).map_err(|e| e.to_string())?;
     #[cfg(feature = "sabotage")]
     let config = snap.sabotage.outbound_tls(config, &snap.roots);
+    let config = if h2 {
+        let mut c = (*config).clone();
+        c.alpn_protocols = vec![b"h2".to_vec()];
+        Arc::new(c)
+    } else {
+        config
+    };
     let tcp = connect(ep).await?;
     let sni = format!(
         "{}.{}.{}.internal.{}",
@@ -259,5 +273,6 @@ async fn connect(ep: &Endpoint) -> Result<TcpStream, String> {
     ))
 }
 
+mod http2;
 #[cfg(test)]
 mod tests;

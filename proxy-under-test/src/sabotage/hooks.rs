@@ -139,6 +139,26 @@ impl Hooks {
         }
     }
 
+    /// `drop-trailers`: `body` without its trailers (the trailers frame becomes an empty data
+    /// frame, so the stream still ends where it did).
+    pub(crate) fn response_body(
+        &self,
+        body: http_body_util::combinators::BoxBody<bytes::Bytes, hyper::Error>,
+    ) -> http_body_util::combinators::BoxBody<bytes::Bytes, hyper::Error> {
+        use http_body_util::BodyExt;
+        if !self.has(Sabotage::DropTrailers) {
+            return body;
+        }
+        body.map_frame(|f| {
+            if f.is_trailers() {
+                hyper::body::Frame::data(bytes::Bytes::new())
+            } else {
+                f
+            }
+        })
+        .boxed()
+    }
+
     /// Inbound TLS with `skip-expiry-check` / `serve-self-signed`.
     pub(crate) fn inbound_tls(
         &self,

@@ -6,6 +6,7 @@ mod authz;
 mod dataplane;
 mod drop_on_change;
 mod endpoints;
+mod h2;
 mod outbound;
 mod transparent;
 
@@ -13,7 +14,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 32] = [
+const CATALOGUE: [&str; 34] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -46,6 +47,8 @@ const CATALOGUE: [&str; 32] = [
     "reject-hostname-endpoints",
     "ignore-app-socket",
     "drop-on-change",
+    "ignore-grpc-paths",
+    "drop-trailers",
 ];
 
 #[test]

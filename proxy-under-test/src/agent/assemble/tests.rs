@@ -92,6 +92,7 @@ fn routers_and_splitters_are_followed_to_a_resolver() {
         namespace: "default".into(),
         datacenter: String::new(),
         bind: "127.0.0.1:1".parse().unwrap(),
+        protocol: None,
     };
     let (targets, timeout) = targets_for(&spec, Some(&broken), "dc1");
     assert_eq!(
@@ -127,6 +128,28 @@ fn upstreams_are_validated() {
             ("other".into(), "dc2".into(), "127.0.0.2:9193".into())
         ]
     );
+}
+
+#[test]
+fn upstream_protocol_from_the_merged_config_then_the_chain() {
+    let svc: AgentService =
+        serde_json::from_value(json!({"Kind":"connect-proxy","ID":"p","Proxy":{
+        "DestinationServiceName":"web","Upstreams":[
+            {"DestinationName":"db","LocalBindPort":9191,"Config":{"protocol":"grpc"}},
+            {"DestinationName":"api","LocalBindPort":9192,"Config":null},
+            {"DestinationName":"cache","LocalBindPort":9193}]}}))
+        .unwrap();
+    let got: Vec<Option<Protocol>> = upstream_specs(&svc).iter().map(|s| s.protocol).collect();
+    assert_eq!(got, [Some(Protocol::Grpc), None, None]);
+    let http2 = chain(&json!({"Chain":{"Protocol":"http2"}}));
+    let tcp = chain(&json!({"Chain":{"Protocol":"tcp"}}));
+    assert_eq!(
+        upstream_protocol(Some(Protocol::Grpc), Some(&tcp)),
+        Protocol::Grpc
+    );
+    assert_eq!(upstream_protocol(None, Some(&http2)), Protocol::Http2);
+    assert_eq!(upstream_protocol(None, Some(&tcp)), Protocol::Tcp);
+    assert_eq!(upstream_protocol(None, None), Protocol::Tcp);
 }
 
 #[test]

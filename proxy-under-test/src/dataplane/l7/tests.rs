@@ -1,6 +1,8 @@
 //! L7 inbound tests: per-request authorization (403 vs 200) and intention changes applying to the
 //! next request on the same keep-alive connection.
 
+mod h2;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 

@@ -1,6 +1,9 @@
 //! Outbound tests: mTLS to fake upstream instances, identity verification (impostor refused),
 //! round-robin spread, failover targets, no endpoint.
 
+mod h2;
+mod tonic_e2e;
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -55,7 +58,7 @@ async fn fake_upstream(ca: &TestCa, leaf: TestLeaf, name: &'static str, seen: Se
     addr
 }
 
-fn ep(addr: SocketAddr, label: &str) -> Endpoint {
+pub(super) fn ep(addr: SocketAddr, label: &str) -> Endpoint {
     Endpoint {
         host: addr.ip().to_string(),
         port: addr.port(),
@@ -65,7 +68,7 @@ fn ep(addr: SocketAddr, label: &str) -> Endpoint {
     }
 }
 
-fn target(service: &str, endpoints: Vec<Endpoint>) -> Target {
+pub(super) fn target(service: &str, endpoints: Vec<Endpoint>) -> Target {
     Target {
         id: format!("{service}.default.default.dc1"),
         service: service.into(),
@@ -80,6 +83,7 @@ fn upstream(targets: Vec<Target>) -> Upstream {
         name: "cache".into(),
         bind: "127.0.0.1:0".parse().unwrap(),
         connect_timeout: Duration::from_secs(2),
+        protocol: crate::knobs::Protocol::Tcp,
         targets,
         virtual_ips: vec![],
     }

@@ -97,6 +97,7 @@ async fn reads(ca: &TestCa, endpoints: Vec<Endpoint>) -> BTreeSet<String> {
         name: "cache".into(),
         bind: "127.0.0.1:0".parse().unwrap(),
         connect_timeout: Duration::from_secs(2),
+        protocol: crate::knobs::Protocol::Tcp,
         virtual_ips: Vec::new(),
         targets: vec![Target {
             id: "cache.default.default.dc1".into(),

@@ -39,6 +39,7 @@ fn upstream(name: &str, vips: &[&str], targets: Vec<Target>) -> Upstream {
         name: name.into(),
         bind: "127.0.0.1:0".parse().unwrap(),
         connect_timeout: Duration::from_secs(2),
+        protocol: crate::knobs::Protocol::Tcp,
         targets,
         virtual_ips: vips.iter().map(|v| v.parse().unwrap()).collect(),
     }

@@ -59,6 +59,7 @@ async fn through_upstream(set: Sabotages, ca: &TestCa, instance: SocketAddr) -> 
         name: "cache".into(),
         bind: "127.0.0.1:0".parse().unwrap(),
         connect_timeout: Duration::from_secs(2),
+        protocol: crate::knobs::Protocol::Tcp,
         targets: vec![Target {
             id: "cache.default.default.dc1".into(),
             service: "cache".into(),

@@ -16,6 +16,7 @@ fn upstream(name: &str, vip: &str) -> Upstream {
         name: name.into(),
         bind: "127.0.0.1:0".parse().unwrap(),
         connect_timeout: Duration::from_secs(1),
+        protocol: crate::knobs::Protocol::Tcp,
         targets: vec![],
         virtual_ips: vec![vip.parse().unwrap()],
     }
