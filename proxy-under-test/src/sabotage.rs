@@ -9,6 +9,7 @@
 //! calling in here. Without the feature none of this exists, in the library or the binary.
 
 mod agent;
+mod chain;
 mod hooks;
 mod tls;
 mod transparent;
@@ -114,11 +115,23 @@ pub enum Sabotage {
     /// leaf or the roots change (a fresh load from the agent counts, whatever it holds), as
     /// inline-cert Envoy's listener drain does.
     DropOnChange,
+    /// `p256-only`: only EC P-256 leaves load; any other key type is refused and the previous
+    /// leaf kept (a proxy that hard-codes Consul's default key type).
+    P256Only,
+    /// `leaf-without-chain`: only the first certificate of `CertPEM` is served, without the
+    /// intermediates that follow it.
+    LeafWithoutChain,
+    /// `roots-only-verification`: peer chains are verified against the roots alone, ignoring
+    /// the intermediates the peer presents and the roots' `IntermediateCerts`.
+    RootsOnlyVerification,
+    /// `policy-on-timer`: the default intention policy is re-read only on its timer, not when the
+    /// agent answers again after failing (a restarted agent's new policy is missed for minutes).
+    PolicyOnTimer,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 32] = [
+    pub const ALL: [Self; 36] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -151,6 +164,10 @@ impl Sabotage {
         Self::RejectHostnameEndpoints,
         Self::IgnoreAppSocket,
         Self::DropOnChange,
+        Self::P256Only,
+        Self::LeafWithoutChain,
+        Self::RootsOnlyVerification,
+        Self::PolicyOnTimer,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -188,6 +205,10 @@ impl Sabotage {
             Self::RejectHostnameEndpoints => "reject-hostname-endpoints",
             Self::IgnoreAppSocket => "ignore-app-socket",
             Self::DropOnChange => "drop-on-change",
+            Self::P256Only => "p256-only",
+            Self::LeafWithoutChain => "leaf-without-chain",
+            Self::RootsOnlyVerification => "roots-only-verification",
+            Self::PolicyOnTimer => "policy-on-timer",
         }
     }
 

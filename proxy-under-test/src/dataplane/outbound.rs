@@ -219,9 +219,10 @@ async fn dial(
         },
         service: target.service.clone(),
     };
-    let config = tls::outbound(&snap.leaf, &snap.roots, expected).map_err(|e| e.to_string())?;
+    let config =
+        tls::outbound(&snap.leaf, &snap.roots, expected.clone()).map_err(|e| e.to_string())?;
     #[cfg(feature = "sabotage")]
-    let config = snap.sabotage.outbound_tls(config, &snap.roots);
+    let config = snap.sabotage.outbound_tls(config, &snap.roots, &expected);
     let tcp = connect(ep).await?;
     let sni = format!(
         "{}.{}.{}.internal.{}",
