@@ -35,8 +35,11 @@ pub(crate) fn leaf(leaf: Leaf, set: Sabotages) -> Option<Leaf> {
 }
 
 /// `roots-only-verification`: a client verifier over the roots alone.
-pub(crate) fn roots_only_client(roots: &TrustRoots) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
-    let webpki = WebPkiClientVerifier::builder_with_provider(roots.store.clone(), provider()).build()?;
+pub(crate) fn roots_only_client(
+    roots: &TrustRoots,
+) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+    let webpki =
+        WebPkiClientVerifier::builder_with_provider(roots.store.clone(), provider()).build()?;
     Ok(Arc::new(RootsOnlyClient(webpki)))
 }
 

@@ -3,6 +3,7 @@
 
 mod agent;
 mod authz;
+mod chain;
 mod dataplane;
 mod drop_on_change;
 mod endpoints;
@@ -13,7 +14,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 32] = [
+const CATALOGUE: [&str; 36] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -46,6 +47,10 @@ const CATALOGUE: [&str; 32] = [
     "reject-hostname-endpoints",
     "ignore-app-socket",
     "drop-on-change",
+    "p256-only",
+    "leaf-without-chain",
+    "roots-only-verification",
+    "policy-on-timer",
 ];
 
 #[test]
