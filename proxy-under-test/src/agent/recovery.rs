@@ -7,6 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::watch;
 
+#[cfg(test)]
+mod tests;
+
 /// Shared by every clone of an [`AgentClient`](super::AgentClient).
 #[derive(Debug, Clone)]
 pub(crate) struct AgentHealth(Arc<Inner>);

@@ -155,7 +155,7 @@ async fn an_ec_to_rsa_cross_signed_rotation_verifies() {
     client.chain.push(cross.clone());
     let client_leaf = Leaf::from_der(
         client.chain.clone(),
-        rustls_pki_types::PrivateKeyDer::from_pem_slice(client.key_pem.as_bytes()).unwrap(),
+        PrivateKeyDer::from_pem_slice(client.key_pem.as_bytes()).unwrap(),
     )
     .unwrap();
     let server = old.leaf("db", Key::P256, &[]).leaf();
