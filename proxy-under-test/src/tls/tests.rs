@@ -1,7 +1,10 @@
 //! TLS with real-world CAs: every key type Consul issues loads from its PEM form, the full
 //! `CertPEM` chain is served, peers are verified through the intermediates they present and the
 //! roots' `IntermediateCerts` (never trusted by themselves), and an EC → RSA cross-signed
-//! rotation verifies. Handshakes are real rustls handshakes between the proxy's own configs.
+//! rotation verifies. Handshakes are real rustls handshakes between the proxy's own configs;
+//! `whole_proxy` runs the proxy from an agent whose CA is RSA with an intermediate.
+
+mod whole_proxy;
 
 use super::*;
 use crate::testutil::TD;
