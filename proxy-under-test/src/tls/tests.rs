@@ -187,3 +187,19 @@ async fn spiffe_identity_is_still_checked_through_an_intermediate() {
     let err = handshake(s, c).await.unwrap_err();
     assert!(client_refused(&err), "{err}");
 }
+
+#[tokio::test]
+async fn a_p384_ca_signing_with_sha256_as_consul_does_verifies() {
+    let root = include_str!("testdata/p384-sha256-root.pem");
+    let leaf = Leaf::from_pem(
+        include_str!("testdata/p384-sha256-leaf.pem"),
+        include_str!("testdata/p384-sha256-leaf.key.pem"),
+    )
+    .unwrap();
+    assert_eq!(leaf.key_kind, KeyKind::EcP384);
+    let trust = TrustRoots::from_pems([root], TD).unwrap();
+    // Both sides present the same `db` leaf: the chain (ecdsa-with-SHA256 on P-384) and the
+    // handshake signatures (P-384) verify either way.
+    let (s, c) = pair(&leaf, &trust, &leaf, &trust);
+    handshake(s, c).await.unwrap();
+}
