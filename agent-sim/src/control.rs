@@ -92,9 +92,21 @@ impl Control {
     /// Restarts the agent: down for `down_for`, then back with an empty agent cache and new
     /// (smaller) indexes; registrations and config are kept.
     pub async fn restart(&self, down_for: Duration) {
+        self.restart_with(down_for, self.store.intention_default())
+            .await;
+    }
+
+    /// [`restart`](Self::restart), coming back with `default_intention_policy` set to
+    /// `intention_default` (sim-only: how a test changes agent config across a restart).
+    pub async fn restart_with(
+        &self,
+        down_for: Duration,
+        intention_default: Option<crate::config::IntentionDefault>,
+    ) {
         let _one_at_a_time = self.restart.lock().await;
         let guard = self.agent_down();
         tokio::time::sleep(down_for).await;
+        self.store.set_intention_default(intention_default);
         self.store.clear_agent_cache();
         self.store.reset_indexes();
         drop(guard);

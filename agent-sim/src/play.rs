@@ -228,13 +228,30 @@ impl Play {
                 control.reset_indexes();
                 "index reset".to_owned()
             }
-            Step::RestartAgent { down_for } => {
+            Step::RestartAgent {
+                down_for,
+                default_intention_policy,
+            } => {
                 let d = match down_for {
                     Some(d) => self.duration(d)?,
                     None => Duration::from_millis(500),
                 };
-                control.restart(d).await;
-                format!("agent restarted (down {d:?})")
+                match default_intention_policy {
+                    None => {
+                        control.restart(d).await;
+                        format!("agent restarted (down {d:?})")
+                    }
+                    Some(p) => {
+                        let policy = match p {
+                            Policy::Allow => crate::config::IntentionDefault::Allow,
+                            Policy::Deny => crate::config::IntentionDefault::Deny,
+                        };
+                        control.restart_with(d, Some(policy)).await;
+                        format!(
+                            "agent restarted (down {d:?}) with default_intention_policy {policy:?}"
+                        )
+                    }
+                }
             }
             Step::SetHealth { instance, status } => {
                 if !self.instances.iter().any(|i| &i.id == instance) {

@@ -141,6 +141,8 @@ pub struct Store {
     abandon: watch::Sender<u64>,
     frozen: RwLock<Option<Frozen>>,
     cache_seen: Mutex<HashSet<String>>,
+    /// The agent's `default_intention_policy` now (`cfg`'s until a restart changes it).
+    intention_default: RwLock<Option<crate::config::IntentionDefault>>,
     rng: Mutex<StdRng>,
 }
 
@@ -160,6 +162,16 @@ pub(crate) enum View {
 }
 
 impl Store {
+    /// The agent's `default_intention_policy` now.
+    pub(crate) fn intention_default(&self) -> Option<crate::config::IntentionDefault> {
+        *self.intention_default.read()
+    }
+
+    /// Changes the agent's `default_intention_policy` (an agent restarted with other config).
+    pub(crate) fn set_intention_default(&self, p: Option<crate::config::IntentionDefault>) {
+        *self.intention_default.write() = p;
+    }
+
     /// A fresh store with a bootstrapped CA.
     pub fn new(cfg: SimConfig) -> Result<Arc<Self>, SimError> {
         let mut rng = match cfg.seed {
@@ -184,6 +196,7 @@ impl Store {
         let ca = Ca::new(ca_cfg, now, index, &mut rng).map_err(SimError::Ca)?;
         let (server, consul) = server::server_node(&cfg, 1);
         let server_key = (server.name.clone(), consul.id.clone());
+        let intention_default = RwLock::new(cfg.default_intention_policy);
         let state = State {
             index,
             ca,
@@ -217,6 +230,7 @@ impl Store {
             abandon: watch::channel(0).0,
             frozen: RwLock::new(None),
             cache_seen: Mutex::new(HashSet::new()),
+            intention_default,
             rng: Mutex::new(rng),
         }))
     }

@@ -7,6 +7,7 @@
 mod assemble;
 pub mod blocking;
 mod client;
+mod recovery;
 #[cfg(test)]
 mod tests;
 pub mod types;
@@ -225,7 +226,11 @@ fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
         }
         Update::Leaf(leaf) => match Leaf::from_pem(&leaf.cert_pem, &leaf.private_key_pem) {
             Ok(l) => {
-                tracing::info!(serial = %leaf.serial_number, valid_before = %leaf.valid_before, "leaf certificate loaded");
+                #[cfg(feature = "sabotage")]
+                let Some(l) = state.sabotage.leaf(l) else {
+                    return;
+                };
+                tracing::info!(serial = %leaf.serial_number, valid_before = %leaf.valid_before, key = %l.key_kind, chain = l.chain_len(), "leaf certificate loaded");
                 state.leaf = Some(l);
             }
             Err(e) => {
@@ -238,7 +243,13 @@ fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
                 &roots.trust_domain,
             ) {
                 Ok(r) => {
-                    tracing::info!(count = roots.roots.len(), active = %roots.active_root_id, "CA roots loaded");
+                    let r = r.with_intermediate_pems(
+                        roots
+                            .roots
+                            .iter()
+                            .flat_map(|r| r.intermediate_certs.iter().map(String::as_str)),
+                    );
+                    tracing::info!(count = roots.roots.len(), intermediates = r.intermediates.len(), active = %roots.active_root_id, "CA roots loaded");
                     state.roots = Some(r);
                 }
                 Err(e) => {

@@ -9,6 +9,7 @@
 //! calling in here. Without the feature none of this exists, in the library or the binary.
 
 mod agent;
+mod chain;
 mod hooks;
 mod tls;
 mod transparent;
@@ -121,11 +122,23 @@ pub enum Sabotage {
     /// `drop-trailers`: HTTP/2 response trailers (`grpc-status`, custom ones) are not passed on,
     /// inbound (application to caller) nor through upstream listeners.
     DropTrailers,
+    /// `p256-only`: only EC P-256 leaves load; any other key type is refused and the previous
+    /// leaf kept (a proxy that hard-codes Consul's default key type).
+    P256Only,
+    /// `leaf-without-chain`: only the first certificate of `CertPEM` is served, without the
+    /// intermediates that follow it.
+    LeafWithoutChain,
+    /// `roots-only-verification`: peer chains are verified against the roots alone, ignoring
+    /// the intermediates the peer presents and the roots' `IntermediateCerts`.
+    RootsOnlyVerification,
+    /// `policy-on-timer`: the default intention policy is re-read only on its timer, not when the
+    /// agent answers again after failing (a restarted agent's new policy is missed for minutes).
+    PolicyOnTimer,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 34] = [
+    pub const ALL: [Self; 38] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -160,6 +173,10 @@ impl Sabotage {
         Self::DropOnChange,
         Self::IgnoreGrpcPaths,
         Self::DropTrailers,
+        Self::P256Only,
+        Self::LeafWithoutChain,
+        Self::RootsOnlyVerification,
+        Self::PolicyOnTimer,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -199,6 +216,10 @@ impl Sabotage {
             Self::DropOnChange => "drop-on-change",
             Self::IgnoreGrpcPaths => "ignore-grpc-paths",
             Self::DropTrailers => "drop-trailers",
+            Self::P256Only => "p256-only",
+            Self::LeafWithoutChain => "leaf-without-chain",
+            Self::RootsOnlyVerification => "roots-only-verification",
+            Self::PolicyOnTimer => "policy-on-timer",
         }
     }
 

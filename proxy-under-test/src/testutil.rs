@@ -1,5 +1,8 @@
 //! Test support (compiled only for tests): an rcgen CA minting SPIFFE leaves (good, expired,
-//! no-URI, agent-ID, cross-signed), probe clients, an echo app and hand-built snapshots.
+//! no-URI, agent-ID, cross-signed), probe clients, an echo app and hand-built snapshots; `pki`
+//! builds CAs of every key type Consul issues, with intermediates.
+
+pub(crate) mod pki;
 
 pub(crate) mod h2;
 

@@ -1,8 +1,14 @@
-//! TLS material and configs: the leaf as a rustls `CertifiedKey`, the trusted roots, the inbound
-//! `ServerConfig` (client cert required, resumption off) and outbound `ClientConfig`s that check
-//! the upstream's SPIFFE identity. Ring provider only.
+//! TLS material and configs: the leaf (with its intermediates) as a rustls `CertifiedKey`, the
+//! trusted roots and the roots' extra intermediates, the inbound `ServerConfig` (client cert
+//! required, resumption off) and outbound `ClientConfig`s that check the upstream's SPIFFE
+//! identity. Ring provider only; every key type Consul issues (EC P-256/P-384, RSA 2048/4096 in
+//! SEC1, PKCS#1 or PKCS#8) loads.
 
+mod keys;
 pub(crate) mod verify;
+
+#[cfg(test)]
+mod tests;
 
 use std::sync::{Arc, OnceLock};
 
@@ -15,8 +21,9 @@ use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
+pub use self::keys::KeyKind;
 pub use self::verify::ExpectedServer;
-use self::verify::{FixedCert, SpiffeServerVerifier};
+use self::verify::{FixedCert, SpiffeServerVerifier, WithIntermediates};
 
 /// Errors building TLS material.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +63,8 @@ pub struct Leaf {
     pub certified: Arc<CertifiedKey>,
     /// The leaf's `notAfter` (Unix seconds), for renewal logging and metrics.
     pub not_after_unix: i64,
+    /// The leaf's key type, for logs.
+    pub key_kind: KeyKind,
 }
 
 impl Leaf {
@@ -82,18 +91,28 @@ impl Leaf {
             .key_provider
             .load_private_key(key)
             .map_err(TlsError::Key)?;
+        let key_kind = KeyKind::of_cert(first);
         Ok(Self {
             certified: Arc::new(CertifiedKey::new(chain, signing)),
             not_after_unix,
+            key_kind,
         })
+    }
+
+    /// How many certificates the leaf presents (itself plus its intermediates).
+    pub fn chain_len(&self) -> usize {
+        self.certified.cert.len()
     }
 }
 
-/// The trusted CA roots (every `Roots[].RootCert`).
+/// The trusted CA roots (every `Roots[].RootCert`) and the roots' intermediates (every
+/// `Roots[].IntermediateCerts`, used to build chains, never trusted by themselves).
 #[derive(Debug, Clone)]
 pub struct TrustRoots {
     /// The store webpki verifies against.
     pub store: Arc<RootCertStore>,
+    /// Extra intermediates offered to chain building after the ones a peer presents.
+    pub intermediates: Arc<Vec<CertificateDer<'static>>>,
     /// The cluster's trust domain (`<cluster id>.consul`), if known.
     pub trust_domain: String,
 }
@@ -131,8 +150,30 @@ impl TrustRoots {
         }
         Ok(Self {
             store: Arc::new(store),
+            intermediates: Arc::default(),
             trust_domain: trust_domain.to_ascii_lowercase(),
         })
+    }
+
+    /// The same roots with `pems` (the roots' `IntermediateCerts`) as extra intermediates;
+    /// unparsable ones are skipped with a warning.
+    pub fn with_intermediate_pems<'a>(self, pems: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut ders = Vec::new();
+        for pem in pems {
+            for der in CertificateDer::pem_slice_iter(pem.as_bytes()) {
+                match der {
+                    Ok(d) => ders.push(d),
+                    Err(e) => tracing::warn!(error = %e, "skipping unparsable intermediate PEM"),
+                }
+            }
+        }
+        self.with_intermediates(ders)
+    }
+
+    /// The same roots with `ders` as extra intermediates.
+    pub fn with_intermediates(mut self, ders: Vec<CertificateDer<'static>>) -> Self {
+        self.intermediates = Arc::new(ders);
+        self
     }
 }
 
@@ -147,11 +188,17 @@ pub struct InboundTls {
 }
 
 /// Builds the inbound config: TLS 1.2+, client certificate required and verified against
-/// `roots` (intermediates sent by the client are used, so cross-signed chains work), our leaf
+/// `roots` (intermediates sent by the client are used, then the roots' `IntermediateCerts`, so
+/// cross-signed chains and leaves of an intermediate CA work), our leaf and its intermediates
 /// served, session resumption off (no session cache, no TLS 1.3 tickets).
 pub fn inbound(leaf: &Leaf, roots: &TrustRoots) -> Result<InboundTls, TlsError> {
-    let verifier =
+    let webpki =
         WebPkiClientVerifier::builder_with_provider(roots.store.clone(), provider()).build()?;
+    let verifier: Arc<dyn ClientCertVerifier> = if roots.intermediates.is_empty() {
+        webpki
+    } else {
+        Arc::new(WithIntermediates::new(webpki, roots.intermediates.clone()))
+    };
     let mut config = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
         .with_client_cert_verifier(verifier.clone())
@@ -164,14 +211,17 @@ pub fn inbound(leaf: &Leaf, roots: &TrustRoots) -> Result<InboundTls, TlsError> 
     })
 }
 
-/// Builds an outbound config presenting `leaf` and accepting only a server whose chain reaches
-/// `roots` and whose URI SAN names `expected` (trust domain ignored, case-insensitive).
+/// Builds an outbound config presenting `leaf` (and its intermediates) and accepting only a
+/// server whose chain reaches `roots` (through the intermediates it presents or the roots'
+/// `IntermediateCerts`) and whose URI SAN names `expected` (trust domain ignored,
+/// case-insensitive).
 pub fn outbound(
     leaf: &Leaf,
     roots: &TrustRoots,
     expected: ExpectedServer,
 ) -> Result<Arc<ClientConfig>, TlsError> {
-    let verifier = SpiffeServerVerifier::new(roots.store.clone(), expected);
+    let verifier = SpiffeServerVerifier::new(roots.store.clone(), expected)
+        .with_intermediates(roots.intermediates.clone());
     let mut config = ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
         .dangerous()

@@ -115,6 +115,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/agent-restart.toml"),
     ),
     (
+        "catalogue/extended/agent-restart-policy.toml",
+        include_str!("../catalogue/extended/agent-restart-policy.toml"),
+    ),
+    (
         "catalogue/extended/config-change.toml",
         include_str!("../catalogue/extended/config-change.toml"),
     ),

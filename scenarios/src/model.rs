@@ -286,6 +286,9 @@ pub enum Step {
         /// Go duration, default `500ms`.
         #[serde(default)]
         down_for: Option<String>,
+        /// The `default_intention_policy` it comes back with; unchanged when absent.
+        #[serde(default)]
+        default_intention_policy: Option<Policy>,
     },
     /// Set an instance's health.
     SetHealth {

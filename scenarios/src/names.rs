@@ -59,6 +59,7 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "reject-hostname-endpoints",
     "ignore-app-socket",
     "drop-on-change",
+    "policy-on-timer",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

@@ -296,7 +296,7 @@ async fn agent_self(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiE
         .store
         .read(|st| st.nodes.get(&cfg.node_name).cloned())
         .unwrap_or_default();
-    let intention_default = match cfg.default_intention_policy {
+    let intention_default = match c.store.intention_default() {
         Some(crate::config::IntentionDefault::Allow) => "allow",
         Some(crate::config::IntentionDefault::Deny) => "deny",
         None => "",

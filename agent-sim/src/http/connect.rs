@@ -158,14 +158,15 @@ const AUTHORIZE_KEYS: KeySchema = KeySchema {
 };
 
 pub(crate) fn intention_default(c: &Control) -> intention::DefaultPolicy {
-    default_policy(&c.store.cfg)
+    default_policy(&c.store)
 }
 
 /// The intention default policy of an agent configured with `cfg` (also what the xDS RBAC
 /// builder uses).
-pub(crate) fn default_policy(cfg: &crate::config::SimConfig) -> intention::DefaultPolicy {
+pub(crate) fn default_policy(store: &crate::store::Store) -> intention::DefaultPolicy {
+    let cfg = &store.cfg;
     intention::DefaultPolicy {
-        intention_default: cfg.default_intention_policy.map(|p| match p {
+        intention_default: store.intention_default().map(|p| match p {
             crate::config::IntentionDefault::Allow => intention::Action::Allow,
             crate::config::IntentionDefault::Deny => intention::Action::Deny,
         }),

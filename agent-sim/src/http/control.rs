@@ -119,12 +119,27 @@ async fn index_reset(State(c): State<Control>) -> Response {
 struct Restart {
     #[serde(rename = "DownFor", default)]
     down_for: Option<String>,
+    /// Sim-only: the `default_intention_policy` the agent comes back with (`allow`, `deny`, or
+    /// `""` for unset); absent = unchanged.
+    #[serde(rename = "DefaultIntentionPolicy", default)]
+    default_intention_policy: Option<String>,
 }
 
 async fn restart(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
     let req: Restart = parse(&body)?;
     let down_for = duration(req.down_for.as_deref())?.unwrap_or(Duration::from_millis(500));
-    c.restart(down_for).await;
+    let policy = match req.default_intention_policy.as_deref() {
+        None => c.store.intention_default(),
+        Some("") => None,
+        Some("allow") => Some(crate::config::IntentionDefault::Allow),
+        Some("deny") => Some(crate::config::IntentionDefault::Deny),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "DefaultIntentionPolicy must be \"allow\", \"deny\" or \"\", not {other:?}"
+            )));
+        }
+    };
+    c.restart_with(down_for, policy).await;
     Ok(Json(true).into_response())
 }
 

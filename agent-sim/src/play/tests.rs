@@ -214,6 +214,7 @@ async fn bad_references_are_errors_not_panics() {
             &control,
             &Step::RestartAgent {
                 down_for: Some("soon".into()),
+                default_intention_policy: None,
             },
         )
         .await

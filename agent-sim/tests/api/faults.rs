@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use agent_sim::config::IntentionDefault;
 use agent_sim::faults::Fault;
 use serde_json::json;
 
@@ -269,4 +270,39 @@ async fn control_api_over_http() {
             .iter()
             .all(|e| !e["path"].as_str().unwrap().starts_with("/_sim"))
     );
+}
+
+#[tokio::test]
+async fn restart_can_come_back_with_another_default_intention_policy() {
+    let a = super::support::app(builder().default_intention_policy(IntentionDefault::Deny));
+    let policy =
+        |r: &super::support::Resp| r.json()["DebugConfig"]["DefaultIntentionPolicy"].clone();
+    assert_eq!(policy(&a.get("/v1/agent/self").await), "deny");
+    // Absent: unchanged.
+    let r = a.post("/_sim/restart", r#"{"DownFor":"10ms"}"#).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(policy(&a.get("/v1/agent/self").await), "deny");
+    let r = a
+        .post(
+            "/_sim/restart",
+            r#"{"DownFor":"10ms","DefaultIntentionPolicy":"allow"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(policy(&a.get("/v1/agent/self").await), "allow");
+    let r = a
+        .post("/_sim/restart", r#"{"DefaultIntentionPolicy":"maybe"}"#)
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("DefaultIntentionPolicy"), "{}", r.text);
+    assert_eq!(policy(&a.get("/v1/agent/self").await), "allow");
+    // "" unsets it.
+    let r = a
+        .post(
+            "/_sim/restart",
+            r#"{"DownFor":"10ms","DefaultIntentionPolicy":""}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(policy(&a.get("/v1/agent/self").await), "");
 }

@@ -8,6 +8,7 @@ use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 
 use super::AgentError;
+use super::recovery::AgentHealth;
 use super::types::{AgentService, CaRoots, ChainResponse, HealthEntry, LeafCert};
 use crate::authz::{DefaultPolicy, Intention};
 
@@ -31,6 +32,7 @@ pub struct AgentClient {
     base: String,
     token: Option<String>,
     request_timeout: Duration,
+    health: AgentHealth,
     #[cfg(feature = "sabotage")]
     pub(crate) sabotage: crate::sabotage::ClientHooks,
 }
@@ -86,6 +88,7 @@ impl AgentClient {
             base: normalize_addr(addr)?,
             token: token.filter(|t| !t.is_empty()),
             request_timeout: REQUEST_TIMEOUT,
+            health: AgentHealth::default(),
             #[cfg(feature = "sabotage")]
             sabotage: Default::default(),
         })
@@ -104,6 +107,11 @@ impl AgentClient {
         } else {
             self.request_timeout
         }
+    }
+
+    /// Changes each time the agent answers again after a failed request (no answer or a 5xx).
+    pub(crate) fn recoveries(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.health.recoveries()
     }
 
     /// The base URL, e.g. `http://127.0.0.1:8500`.
@@ -136,6 +144,8 @@ impl AgentClient {
             req = req.json(b);
         }
         let sent = req.send().await;
+        self.health
+            .observe(sent.as_ref().is_ok_and(|r| !r.status().is_server_error()));
         #[cfg(feature = "sabotage")]
         self.sabotage.record(&sent);
         let resp = sent.map_err(|e| {

@@ -165,6 +165,10 @@ pub struct CaRoot {
     /// Root certificate PEM.
     #[serde(default)]
     pub root_cert: String,
+    /// Intermediates between this root and the leaves it signs (a secondary datacenter, Vault,
+    /// or a cross-signed rotation); chain-building material, never trust anchors.
+    #[serde(default, deserialize_with = "null_default")]
+    pub intermediate_certs: Vec<String>,
     /// Whether it is the active root.
     #[serde(default)]
     pub active: bool,

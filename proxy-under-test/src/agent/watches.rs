@@ -111,7 +111,9 @@ pub(crate) async fn service_watch(
     }
 }
 
-/// Re-reads the default policy from agent/self every `timing.policy_refresh`.
+/// Re-reads the default policy from agent/self every `timing.policy_refresh`, and at once
+/// whenever the agent answers again after any failed request (a restarted agent may come back
+/// with another `default_intention_policy` or ACL default).
 pub(crate) async fn policy_watch(
     client: AgentClient,
     timing: Timing,
@@ -119,15 +121,18 @@ pub(crate) async fn policy_watch(
     tx: mpsc::Sender<Update>,
 ) {
     let mut backoff = Backoff::new(timing.backoff_base, timing.backoff_max);
+    let mut recoveries = client.recoveries();
     loop {
-        match client.default_policy().await {
+        // Recoveries before this read are covered by it.
+        recoveries.borrow_and_update();
+        let pause = match client.default_policy().await {
             Ok(p) => {
                 metrics.agent_contact();
                 backoff.reset();
                 if tx.send(Update::Policy(p)).await.is_err() {
                     return;
                 }
-                tokio::time::sleep(timing.policy_refresh).await;
+                timing.policy_refresh
             }
             Err(e) => {
                 metrics.watch_error("agent_self");
@@ -136,7 +141,22 @@ pub(crate) async fn policy_watch(
                 if tx.is_closed() {
                     return;
                 }
-                tokio::time::sleep(delay).await;
+                delay
+            }
+        };
+        #[cfg(feature = "sabotage")]
+        if client.sabotage.policy_on_timer() {
+            tokio::time::sleep(pause).await;
+            continue;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            changed = recoveries.changed() => {
+                if changed.is_ok() {
+                    tracing::info!(watch = "agent_self", "agent answers again; re-reading the default policy");
+                } else {
+                    tokio::time::sleep(pause).await;
+                }
             }
         }
     }

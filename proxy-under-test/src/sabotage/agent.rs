@@ -138,6 +138,11 @@ impl ClientHooks {
         *h
     }
 
+    /// `policy-on-timer`: the default policy watch ignores agent recoveries.
+    pub(crate) fn policy_on_timer(&self) -> bool {
+        self.has(Sabotage::PolicyOnTimer)
+    }
+
     /// `tight-polling`: no token bucket worth the name, agent/self every 50 ms too.
     pub(crate) fn timing(&self, timing: Timing) -> Timing {
         if !self.has(Sabotage::TightPolling) {

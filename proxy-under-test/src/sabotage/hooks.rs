@@ -13,14 +13,14 @@ use rustls_pki_types::CertificateDer;
 use tokio::sync::watch;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use super::{Sabotage, Sabotages, agent, tls};
+use super::{Sabotage, Sabotages, agent, chain, tls};
 use crate::agent::AgentClient;
 use crate::agent::types::AgentProxy;
 use crate::authz::{Decision, DefaultPolicy, IntentionSet};
 use crate::dataplane::flag_set;
 use crate::snapshot::{Endpoint, LocalApp, Snapshot};
 use crate::spiffe::{ServiceId, service_id_of_cert};
-use crate::tls::{InboundTls, TlsError, TrustRoots};
+use crate::tls::{ExpectedServer, InboundTls, Leaf, TlsError, TrustRoots};
 
 /// The broken behaviours a snapshot's data plane applies, and the agent client some of them use.
 #[derive(Debug, Clone, Default)]
@@ -159,7 +159,7 @@ impl Hooks {
         .boxed()
     }
 
-    /// Inbound TLS with `skip-expiry-check` / `serve-self-signed`.
+    /// Inbound TLS with `skip-expiry-check` / `serve-self-signed` / `roots-only-verification`.
     pub(crate) fn inbound_tls(
         &self,
         tls: InboundTls,
@@ -191,13 +191,21 @@ impl Hooks {
         LocalApp::Tcp(std::net::SocketAddr::new(ip, proxy.local_service_port))
     }
 
-    /// Outbound TLS with `no-client-cert` / `skip-upstream-identity`.
+    /// Outbound TLS with `no-client-cert` / `skip-upstream-identity` /
+    /// `roots-only-verification`.
     pub(crate) fn outbound_tls(
         &self,
         config: Arc<ClientConfig>,
         roots: &TrustRoots,
+        expected: &ExpectedServer,
     ) -> Arc<ClientConfig> {
-        tls::outbound(config, roots, self.set)
+        tls::outbound(config, roots, expected, self.set)
+    }
+
+    /// The leaf the control plane installs (`p256-only`, `leaf-without-chain`); `None` = keep
+    /// the previous one.
+    pub(crate) fn leaf(&self, leaf: Leaf) -> Option<Leaf> {
+        chain::leaf(leaf, self.set)
     }
 }
 

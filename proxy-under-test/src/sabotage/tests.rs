@@ -3,6 +3,7 @@
 
 mod agent;
 mod authz;
+mod chain;
 mod dataplane;
 mod drop_on_change;
 mod endpoints;
@@ -14,7 +15,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 34] = [
+const CATALOGUE: [&str; 38] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -49,6 +50,10 @@ const CATALOGUE: [&str; 34] = [
     "drop-on-change",
     "ignore-grpc-paths",
     "drop-trailers",
+    "p256-only",
+    "leaf-without-chain",
+    "roots-only-verification",
+    "policy-on-timer",
 ];
 
 #[test]

@@ -1,7 +1,7 @@
 //! Broken TLS for the harness's self-test: a client verifier that forgives the leaf's validity
 //! period (`skip-expiry-check`), a self-signed server certificate (`serve-self-signed`), no
 //! client certificate outbound (`no-client-cert`) and an upstream verifier that checks the chain
-//! only (`skip-upstream-identity`).
+//! only (`skip-upstream-identity`); `roots-only-verification` (see `chain`) is plugged in here.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,10 +22,10 @@ use rustls::{
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use super::{Sabotage, Sabotages};
+use super::{Sabotage, Sabotages, chain};
 use crate::snapshot::Snapshot;
 use crate::tls::verify::FixedCert;
-use crate::tls::{InboundTls, Leaf, TlsError, TrustRoots, provider};
+use crate::tls::{ExpectedServer, InboundTls, Leaf, TlsError, TrustRoots, provider};
 
 /// The inbound TLS with `skip-expiry-check` / `serve-self-signed` applied.
 pub(crate) fn inbound(
@@ -35,13 +35,19 @@ pub(crate) fn inbound(
 ) -> Result<InboundTls, TlsError> {
     let skip_expiry = set.contains(Sabotage::SkipExpiryCheck);
     let self_signed = set.contains(Sabotage::ServeSelfSigned);
-    if !skip_expiry && !self_signed {
+    let roots_only = set.contains(Sabotage::RootsOnlyVerification);
+    if !skip_expiry && !self_signed && !roots_only {
         return Ok(tls);
     }
-    let verifier: Arc<dyn ClientCertVerifier> = if skip_expiry {
-        Arc::new(IgnoreExpiry(tls.verifier.clone()))
+    let base = if roots_only {
+        chain::roots_only_client(&snap.roots)?
     } else {
         tls.verifier.clone()
+    };
+    let verifier: Arc<dyn ClientCertVerifier> = if skip_expiry {
+        Arc::new(IgnoreExpiry(base))
+    } else {
+        base
     };
     let mut config = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
@@ -58,20 +64,28 @@ pub(crate) fn inbound(
     })
 }
 
-/// The outbound client config with `no-client-cert` / `skip-upstream-identity` applied.
+/// The outbound client config with `no-client-cert` / `skip-upstream-identity` /
+/// `roots-only-verification` applied.
 pub(crate) fn outbound(
     config: Arc<ClientConfig>,
     roots: &TrustRoots,
+    expected: &ExpectedServer,
     set: Sabotages,
 ) -> Arc<ClientConfig> {
     let no_cert = set.contains(Sabotage::NoClientCert);
     let any_identity = set.contains(Sabotage::SkipUpstreamIdentity);
-    if !no_cert && !any_identity {
+    let roots_only = set.contains(Sabotage::RootsOnlyVerification);
+    if !no_cert && !any_identity && !roots_only {
         return config;
     }
     let mut config = (*config).clone();
     if no_cert {
         config.client_auth_cert_resolver = Arc::new(NoClientCert);
+    }
+    if roots_only {
+        config
+            .dangerous()
+            .set_certificate_verifier(chain::roots_only_server(roots, expected.clone()));
     }
     if any_identity {
         config

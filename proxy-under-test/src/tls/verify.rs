@@ -1,13 +1,18 @@
-//! rustls extension points: a fixed certificate resolver (both sides) and the outbound server
-//! verifier (chain to the roots, then the upstream's SPIFFE URI; SPIFFE leaves have no DNS SAN).
+//! rustls extension points: a fixed certificate resolver (both sides), the outbound server
+//! verifier (chain to the roots, then the upstream's SPIFFE URI; SPIFFE leaves have no DNS SAN)
+//! and the inbound wrapper that adds the roots' `IntermediateCerts` to what a client presents.
 
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ResolvesClientCert, verify_server_cert_signed_by_trust_anchor};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{ClientHello, ParsedCertificate, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
-use rustls::{CertificateError, DigitallySignedStruct, Error, RootCertStore, SignatureScheme};
+use rustls::{
+    CertificateError, DigitallySignedStruct, DistinguishedName, Error, RootCertStore,
+    SignatureScheme,
+};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::provider;
@@ -59,15 +64,104 @@ impl ExpectedServer {
     }
 }
 
+/// The intermediates a peer presented followed by the roots' extra ones: what chain building
+/// may use (webpki tries every candidate issuer, so order only matters for speed).
+pub(crate) fn candidates<'a>(
+    presented: &[CertificateDer<'a>],
+    extra: &'a [CertificateDer<'static>],
+) -> Vec<CertificateDer<'a>> {
+    let mut all = presented.to_vec();
+    all.extend(extra.iter().map(|c| CertificateDer::from(c.as_ref())));
+    all
+}
+
 #[derive(Debug)]
 pub(crate) struct SpiffeServerVerifier {
     roots: Arc<RootCertStore>,
+    intermediates: Arc<Vec<CertificateDer<'static>>>,
     expected: ExpectedServer,
 }
 
 impl SpiffeServerVerifier {
     pub(crate) fn new(roots: Arc<RootCertStore>, expected: ExpectedServer) -> Self {
-        Self { roots, expected }
+        Self {
+            roots,
+            intermediates: Arc::default(),
+            expected,
+        }
+    }
+
+    /// Also chains through `extra` (the roots' `IntermediateCerts`).
+    pub(crate) fn with_intermediates(mut self, extra: Arc<Vec<CertificateDer<'static>>>) -> Self {
+        self.intermediates = extra;
+        self
+    }
+}
+
+/// A client verifier that also chains through the roots' `IntermediateCerts` (as intermediates,
+/// never as trust anchors), for clients that present only their leaf.
+#[derive(Debug)]
+pub(crate) struct WithIntermediates {
+    inner: Arc<dyn ClientCertVerifier>,
+    extra: Arc<Vec<CertificateDer<'static>>>,
+}
+
+impl WithIntermediates {
+    pub(crate) fn new(
+        inner: Arc<dyn ClientCertVerifier>,
+        extra: Arc<Vec<CertificateDer<'static>>>,
+    ) -> Self {
+        Self { inner, extra }
+    }
+}
+
+impl ClientCertVerifier for WithIntermediates {
+    fn offer_client_auth(&self) -> bool {
+        self.inner.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.inner.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, Error> {
+        let all = candidates(intermediates, &self.extra);
+        self.inner.verify_client_cert(end_entity, &all, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+
+    fn requires_raw_public_keys(&self) -> bool {
+        self.inner.requires_raw_public_keys()
     }
 }
 
@@ -88,7 +182,7 @@ impl ServerCertVerifier for SpiffeServerVerifier {
         verify_server_cert_signed_by_trust_anchor(
             &parsed,
             &self.roots,
-            intermediates,
+            &candidates(intermediates, &self.intermediates),
             now,
             provider().signature_verification_algorithms.all,
         )?;

@@ -53,6 +53,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "discovery-chain-redirect",
             "discovery-chain-failover",
             "agent-restart",
+            "agent-restart-policy",
             "acl-token-file",
         ],
     ),

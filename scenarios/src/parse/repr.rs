@@ -17,7 +17,8 @@ use serde_json::{Map, Value};
 use crate::error::{FieldPath, Seg};
 use crate::model::{
     Check, ConnProtocol, Expectation, FaultSpec, Generator, Identity, InboundVia, InstanceSpec,
-    IntentionSpec, Outcome, Profile, Requirement, RootRef, Scenario, Setup, Step, UpstreamVia,
+    IntentionSpec, Outcome, Policy, Profile, Requirement, RootRef, Scenario, Setup, Step,
+    UpstreamVia,
 };
 
 /// Starts and ends the encoded inner path of an error message.
@@ -201,6 +202,8 @@ enum StepRepr {
     RestartAgent {
         #[serde(default)]
         down_for: Option<String>,
+        #[serde(default)]
+        default_intention_policy: Option<Policy>,
     },
     SetHealth {
         instance: String,

@@ -85,7 +85,7 @@ fn check_step<'a>(
             st.index_reset = true;
             Ok(())
         }
-        Step::RestartAgent { down_for } => {
+        Step::RestartAgent { down_for, .. } => {
             if let Some(d) = down_for {
                 go_duration(&at.key("down_for"), d)?;
             }

@@ -157,7 +157,7 @@ pub(crate) fn build(
         .filter_map(|r| r["RootCert"].as_str())
         .map(ensure_newline)
         .collect();
-    let default_allow = crate::http::connect::default_policy(&store.cfg).allows_by_default();
+    let default_allow = crate::http::connect::default_policy(store).allows_by_default();
     let entries = crate::http::chain::chain_entries(&st.config);
     let transparent = (svc.proxy.mode == "transparent").then_some(Transparent {
         outbound_port: match svc.proxy.transparent_proxy.outbound_listener_port {

@@ -187,7 +187,7 @@ proptest! {
             .expect("snapshot");
         let l4 = decoded(&rules(&snap, false));
         let l7 = decoded(&rules(&snap, true));
-        let dflt = crate::http::connect::default_policy(&c.store.cfg);
+        let dflt = crate::http::connect::default_policy(&c.store);
         let (entries, matched) = c.store.read(|st| {
             (st.config.clone(), st.destination_intentions("web").as_ref().clone())
         });
@@ -225,7 +225,7 @@ fn consul_rbac_diverges_from_authorize_for_wildcard_destinations() {
         .read(|st| snapshot::build(st, &c.store, &svc, leaf.leaf))
         .expect("snapshot");
     let uri = format!("spiffe://{}/ns/default/dc/dc1/svc/a", c.trust_domain());
-    let dflt = crate::http::connect::default_policy(&c.store.cfg);
+    let dflt = crate::http::connect::default_policy(&c.store);
     let entries = c.store.read(|st| st.config.clone());
     let want = intention::authorize(&entries, "web", &uri, &dflt).expect("authorize");
     assert!(!want.allowed);

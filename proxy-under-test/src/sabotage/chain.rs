@@ -1,0 +1,144 @@
+//! Broken handling of real-world CAs: a proxy that can only load P-256 keys (`p256-only`), one
+//! that serves its leaf without the intermediates of `CertPEM` (`leaf-without-chain`), and
+//! verifiers that chain peers to the roots alone, ignoring the intermediates the peer presents
+//! and the roots' `IntermediateCerts` (`roots-only-verification`).
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::sign::CertifiedKey;
+use rustls::{DigitallySignedStruct, DistinguishedName, Error, SignatureScheme};
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+
+use super::{Sabotage, Sabotages};
+use crate::tls::verify::SpiffeServerVerifier;
+use crate::tls::{ExpectedServer, KeyKind, Leaf, TlsError, TrustRoots, provider};
+
+/// The leaf as the control plane installs it: `None` under `p256-only` when its key is not
+/// P-256 (the previous leaf stays), only its first certificate under `leaf-without-chain`.
+pub(crate) fn leaf(leaf: Leaf, set: Sabotages) -> Option<Leaf> {
+    if set.contains(Sabotage::P256Only) && leaf.key_kind != KeyKind::EcP256 {
+        tracing::error!(key = %leaf.key_kind, "unsupported key type (sabotage p256-only); keeping the previous leaf");
+        return None;
+    }
+    if set.contains(Sabotage::LeafWithoutChain) && leaf.certified.cert.len() > 1 {
+        let first = leaf.certified.cert[..1].to_vec();
+        let certified = CertifiedKey::new(first, leaf.certified.key.clone());
+        return Some(Leaf {
+            certified: Arc::new(certified),
+            ..leaf
+        });
+    }
+    Some(leaf)
+}
+
+/// `roots-only-verification`: a client verifier over the roots alone.
+pub(crate) fn roots_only_client(
+    roots: &TrustRoots,
+) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+    let webpki =
+        WebPkiClientVerifier::builder_with_provider(roots.store.clone(), provider()).build()?;
+    Ok(Arc::new(RootsOnlyClient(webpki)))
+}
+
+/// `roots-only-verification`: the upstream verifier over the roots alone (identity still checked).
+pub(crate) fn roots_only_server(
+    roots: &TrustRoots,
+    expected: ExpectedServer,
+) -> Arc<dyn ServerCertVerifier> {
+    Arc::new(RootsOnlyServer(SpiffeServerVerifier::new(
+        roots.store.clone(),
+        expected,
+    )))
+}
+
+/// Verifies client chains with no intermediates at all.
+#[derive(Debug)]
+struct RootsOnlyClient(Arc<dyn ClientCertVerifier>);
+
+impl ClientCertVerifier for RootsOnlyClient {
+    fn offer_client_auth(&self) -> bool {
+        self.0.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.0.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.0.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, Error> {
+        self.0.verify_client_cert(end_entity, &[], now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// Verifies upstream chains with no intermediates at all.
+#[derive(Debug)]
+struct RootsOnlyServer(SpiffeServerVerifier);
+
+impl ServerCertVerifier for RootsOnlyServer {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        self.0
+            .verify_server_cert(end_entity, &[], server_name, ocsp, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
