@@ -117,10 +117,24 @@ pub async fn preflight(image: &ImageRef) -> Result<(), Error> {
     }
 }
 
-/// Force-removes every container the harness started and has not torn down (the CLI's Ctrl-C
-/// handler). Returns how many were removed.
+/// Force-removes every container the harness started and has not torn down. Returns how many
+/// were removed.
 pub async fn remove_all_live() -> usize {
     let ids: Vec<String> = LIVE.lock().iter().cloned().collect();
+    remove_ids(ids).await
+}
+
+/// Force-removes every container labelled as started by the harness with process id `pid`,
+/// torn down or not, created or running (the CLI's Ctrl-C handler, once no scenario runs).
+pub async fn remove_labelled(pid: u32) -> usize {
+    let mut ids = labelled(Some(pid)).await.unwrap_or_default();
+    ids.extend(live_containers());
+    ids.sort();
+    ids.dedup();
+    remove_ids(ids).await
+}
+
+async fn remove_ids(ids: Vec<String>) -> usize {
     let Ok(d) = docker() else {
         return 0;
     };

@@ -184,10 +184,14 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         let n = proxy::kill_all_live();
         eprintln!("interrupted: killed {n} proxy process group(s)");
         if cfg.manifest.image.is_some() {
-            let n = rt.block_on(container::remove_all_live());
+            // Stop every scenario first (no container can be created after this), then remove
+            // every container this run labelled, including any caught between create and start.
+            rt.shutdown_timeout(std::time::Duration::from_secs(5));
+            let n = sweep_containers();
             eprintln!("interrupted: removed {n} proxy container(s)");
+        } else {
+            drop(rt);
         }
-        drop(rt);
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     };
     drop(rt);
@@ -218,6 +222,17 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     } else {
         ExitCode::from(EXIT_FAILED)
     })
+}
+
+/// Removes every container this process started (by label), on a fresh runtime.
+fn sweep_containers() -> usize {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return 0;
+    };
+    rt.block_on(container::remove_labelled(std::process::id()))
 }
 
 fn report_profile(p: Profile) -> reports::Profile {
