@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the container images locally, with no registry and no base image: each is FROM scratch
-# plus one binary and exactly the shared libraries it links (ldd), plus /etc/passwd with an
-# unprivileged user (65532) and a /tmp.
+# plus one binary (stripped) and exactly the shared libraries it links (ldd), plus /etc/passwd
+# with an unprivileged user (65532) and a /tmp.
 #
 #   scripts/build-images.sh                     # proxy agent-sim envoy
 #   scripts/build-images.sh proxy agent-sim     # some of them
@@ -40,6 +40,8 @@ stage() {
   chmod 1777 "$dir/rootfs/tmp"
   cp -L "$bin" "$dir/rootfs/usr/local/bin/$name"
   chmod 0755 "$dir/rootfs/usr/local/bin/$name"
+  # Symbols are not needed in an image (the workspace keeps line tables for backtraces).
+  if command -v strip >/dev/null 2>&1; then strip --strip-all "$dir/rootfs/usr/local/bin/$name"; fi
   # Every absolute path ldd names (libraries and the loader), copied at the same path.
   ldd "$bin" | grep -o '/[^ ]*' | sort -u | while read -r lib; do
     cp -L --parents "$lib" "$dir/rootfs/"
