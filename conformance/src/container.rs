@@ -187,7 +187,8 @@ async fn force_remove(d: &Docker, id: &str) -> bool {
 
 /// A running proxy container.
 pub struct ProxyContainer {
-    container: Option<ContainerAsync<GenericImage>>,
+    // Boxed: the testcontainers handle is large.
+    container: Option<Box<ContainerAsync<GenericImage>>>,
     id: String,
     started: Instant,
     stdout: Arc<OutputRing>,
@@ -253,7 +254,7 @@ impl ProxyContainer {
             crate::proxy::drain(container.stderr(true), stderr.clone()),
         ];
         Ok(Self {
-            container: Some(container),
+            container: Some(Box::new(container)),
             id,
             started,
             stdout,

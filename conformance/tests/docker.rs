@@ -18,6 +18,9 @@ use reports::{Report, Verdict};
 
 const DEFAULT_IMAGE: &str = "proxy-under-test:latest";
 
+/// A trial's body, given the image.
+type Body = Box<dyn FnOnce(&str) -> Result<(), Failed> + Send>;
+
 fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_conformance"))
 }
@@ -259,7 +262,7 @@ fn main() {
     let args = Arguments::from_args();
     let required = std::env::var("CONFORMANCE_REQUIRE_DOCKER").is_ok_and(|v| v == "1");
     let here = image();
-    let trial = |name: &str, f: Box<dyn FnOnce(&str) -> Result<(), Failed> + Send>| match &here {
+    let trial = |name: &str, f: Body| match &here {
         Ok(image) => {
             let image = image.clone();
             Trial::test(name, move || f(&image))
