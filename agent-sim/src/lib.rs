@@ -15,6 +15,8 @@ pub mod ca;
 pub mod chain;
 pub mod config;
 pub mod config_entry;
+#[cfg(feature = "testcontainers")]
+pub mod container;
 pub mod decode;
 pub mod duration;
 pub mod faults;

@@ -61,7 +61,13 @@ pub struct RunArgs {
     /// {grpc_addr} {bootstrap} {admin_port}). Default: the bundled reference proxy.
     #[arg(long, value_name = "TEMPLATE")]
     pub proxy_cmd: Option<String>,
-    /// Proxy manifest (TOML): name, version, command, features, bounds, proxy_config.
+    /// Run the proxy from this local container image (NAME[:TAG]) through Docker, with host
+    /// networking and the scenario's files mounted at the same paths (replaces the manifest's
+    /// `image`). The command template's program is then a path inside the image; without
+    /// --manifest or --proxy-cmd, the reference proxy's image (scripts/build-images.sh).
+    #[arg(long, value_name = "IMAGE")]
+    pub proxy_image: Option<String>,
+    /// Proxy manifest (TOML): name, version, command, features, bounds, proxy_config, image.
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
     /// Declared features, comma-separated (replaces the manifest's).

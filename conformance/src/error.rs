@@ -82,6 +82,12 @@ pub enum Error {
     /// The world of an xDS proxy could not be prepared (no gRPC address, bootstrap rendering).
     #[error("xDS: {0}")]
     Xds(String),
+    /// No Docker daemon answers, or the proxy image is not available locally (`--proxy-image`).
+    #[error("docker: {0}")]
+    Docker(String),
+    /// The proxy's container could not be started.
+    #[error("container: {0}")]
+    Container(String),
     /// Reading or writing a report.
     #[error(transparent)]
     Report(#[from] ReportError),
@@ -114,6 +120,8 @@ impl Error {
             Self::XdsNack(_) => "xds_nack",
             Self::XdsUnanswered(_) => "xds_unanswered",
             Self::Xds(_) => "xds_setup",
+            Self::Docker(_) => "docker_unavailable",
+            Self::Container(_) => "container_start_failed",
             Self::Report(e) => e.kind(),
             Self::ReportDir { .. } => "report_write_failed",
         }
@@ -141,6 +149,8 @@ mod tests {
             Error::Play(PlayError::UnknownInstance("c".into())),
             Error::XdsNack("x".into()),
             Error::XdsUnanswered("x".into()),
+            Error::Docker("x".into()),
+            Error::Container("x".into()),
         ];
         let kinds: Vec<_> = errors.iter().map(Error::kind).collect();
         assert_eq!(
@@ -151,7 +161,9 @@ mod tests {
                 "tls_material",
                 "unknown_instance",
                 "xds_nack",
-                "xds_unanswered"
+                "xds_unanswered",
+                "docker_unavailable",
+                "container_start_failed"
             ]
         );
     }

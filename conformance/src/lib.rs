@@ -14,6 +14,7 @@
 
 pub mod catalogue;
 pub mod cli;
+pub mod container;
 mod error;
 mod exec;
 pub mod manifest;

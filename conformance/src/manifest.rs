@@ -26,6 +26,10 @@
 //! # works the same against the simulated agent)
 //! redirect_command = "{exe} redirect-traffic -proxy-id {proxy_id} -proxy-uid {proxy_uid}"
 //!
+//! # run the proxy from this local container image (host network; the scenario's files
+//! # mounted at the same paths); `command`'s program is then the path inside the image
+//! image = "my-proxy:1.4.0"
+//!
 //! [xds]               # only for the `xds` feature (a proxy configured over gRPC, e.g. Envoy)
 //! tls_mode = "sds"    # how the sim's xDS server sends leaf and roots: "inline" or "sds"
 //! admin_bind = "127.0.0.1:0"   # Envoy's admin listener in the bootstrap; port 0 = a free one
@@ -59,6 +63,10 @@ pub const BOUNDS: [&str; 2] = ["reauthorize_ms", "max_lifetime_ms"];
 /// Command of the bundled reference proxy (`{exe}` is the conformance binary itself).
 pub const REFERENCE_COMMAND: &str = "{exe} reference-proxy -proxy-id {proxy_id}";
 
+/// Command of the reference proxy in its image (`scripts/build-images.sh`), used by
+/// `--proxy-image` without `--manifest` or `--proxy-cmd`.
+pub const REFERENCE_IMAGE_COMMAND: &str = "/usr/local/bin/proxy-under-test -proxy-id {proxy_id}";
+
 /// What a proxy declares.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,6 +97,9 @@ pub struct Manifest {
     /// How an xDS proxy (feature `xds`) is served and bootstrapped.
     #[serde(default)]
     pub xds: Xds,
+    /// A local container image the proxy runs from (`--proxy-image`); `None`: a process.
+    #[serde(default)]
+    pub image: Option<String>,
     /// The manifest file's directory: a relative program path in `command` is resolved
     /// against it (`None` for flags and the built-in manifest: the working directory).
     #[serde(skip)]
@@ -199,6 +210,7 @@ impl Manifest {
             proxy_config: knobs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
             transparent: Transparent::default(),
             xds: Xds::default(),
+            image: None,
             base_dir: None,
         }
     }
@@ -265,11 +277,31 @@ impl Manifest {
             proxy_config: BTreeMap::new(),
             transparent: Transparent::default(),
             xds: Xds::default(),
+            image: None,
             base_dir: None,
         };
         // `{bootstrap}` etc. may still be allowed by `--features xds` (checked by the caller).
         m.validate_except_xds("--proxy-cmd")?;
         Ok(m)
+    }
+
+    /// `--proxy-image IMAGE`: the proxy runs from this image. The bundled reference proxy's
+    /// command becomes its path inside the reference image.
+    pub fn set_image(&mut self, image: &str) -> Result<(), Error> {
+        crate::container::ImageRef::parse(image)?;
+        if self.command == REFERENCE_COMMAND {
+            self.command = REFERENCE_IMAGE_COMMAND.into();
+        }
+        self.image = Some(image.to_owned());
+        Ok(())
+    }
+
+    /// The image to run the proxy from, parsed.
+    pub fn image_ref(&self) -> Result<Option<crate::container::ImageRef>, Error> {
+        self.image
+            .as_deref()
+            .map(crate::container::ImageRef::parse)
+            .transpose()
     }
 
     /// `--features a,b` replaces the declared features.
@@ -307,7 +339,9 @@ impl Manifest {
     /// A relative program path (containing `/`) resolved against the manifest's directory;
     /// bare names (looked up on `PATH`) and absolute paths are left alone.
     pub fn resolve_program(&self, argv: &mut [String]) {
-        let (Some(base), Some(program)) = (&self.base_dir, argv.first_mut()) else {
+        // In an image, the program is a path inside the image.
+        let (None, Some(base), Some(program)) = (&self.image, &self.base_dir, argv.first_mut())
+        else {
             return;
         };
         let path = Path::new(program.as_str());
@@ -409,6 +443,9 @@ impl Manifest {
             return Err(bad("name: must not be empty".into()));
         }
         template::check(&self.command).map_err(|e| bad(format!("command: {e}")))?;
+        if let Some(image) = &self.image {
+            crate::container::ImageRef::parse(image).map_err(|e| bad(format!("image: {e}")))?;
+        }
         if let Some(a) = &self.token_file_args {
             template::check(&format!("x {a}")).map_err(|e| bad(format!("token_file_args: {e}")))?;
         }

@@ -20,6 +20,7 @@ use parking_lot::Mutex;
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
+pub(crate) use self::output::drain;
 pub use self::output::{DEFAULT_CAPACITY, OutputRing};
 use crate::error::Error;
 
@@ -87,6 +88,18 @@ pub fn live_groups() -> Vec<i32> {
     LIVE.lock().iter().copied().collect()
 }
 
+/// The addresses of `pending` that do not accept a connection now (each tried for 500 ms).
+pub(crate) async fn still_refusing(pending: Vec<ListenAddr>) -> Vec<ListenAddr> {
+    let mut still = Vec::new();
+    for d in pending {
+        let attempt = tokio::time::timeout(Duration::from_millis(500), d.accepts());
+        if !matches!(attempt.await, Ok(Ok(()))) {
+            still.push(d);
+        }
+    }
+    still
+}
+
 // === impl ProxyProcess ===
 
 impl ProxyCommand {
@@ -133,10 +146,10 @@ impl ProxyProcess {
         let stderr = Arc::new(OutputRing::new(DEFAULT_CAPACITY, started));
         let mut drains = Vec::new();
         if let Some(s) = child.stdout.take() {
-            drains.push(output::drain(s, stdout.clone()));
+            drains.push(drain(s, stdout.clone()));
         }
         if let Some(s) = child.stderr.take() {
-            drains.push(output::drain(s, stderr.clone()));
+            drains.push(drain(s, stderr.clone()));
         }
         Ok(Self {
             child,
@@ -191,14 +204,7 @@ impl ProxyProcess {
                     exited: Some(status.to_string()),
                 });
             }
-            let mut still = Vec::new();
-            for d in pending {
-                let attempt = tokio::time::timeout(Duration::from_millis(500), d.accepts());
-                if !matches!(attempt.await, Ok(Ok(()))) {
-                    still.push(d);
-                }
-            }
-            pending = still;
+            pending = still_refusing(pending).await;
             if pending.is_empty() {
                 return Ok(start.elapsed());
             }

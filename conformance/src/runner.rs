@@ -3,6 +3,7 @@
 //! durations, checks, timelines and artifacts).
 
 mod artifacts;
+mod launch;
 mod progress;
 mod transparent;
 mod xds;
@@ -24,7 +25,6 @@ use crate::catalogue;
 use crate::error::Error;
 use crate::exec::Exec;
 use crate::manifest::Manifest;
-use crate::proxy::ProxyProcess;
 use crate::world::World;
 
 /// Everything a run needs.
@@ -158,6 +158,10 @@ pub async fn run_scenario(cfg: &RunConfig, scenario: &Scenario) -> ScenarioResul
         xds::not_supported(&mut result);
         return result;
     }
+    if scenario.setup.transparent.is_some() && cfg.manifest.image.is_some() {
+        launch::transparent_not_supported(&mut result);
+        return result;
+    }
     if scenario.setup.transparent.is_some() {
         let tools = match crate::netns::support() {
             Ok(t) => t,
@@ -236,13 +240,14 @@ async fn play(
         command.argv.join(" "),
     ));
     let at = |t: Instant| ms(t.saturating_duration_since(started));
-    let mut proxy = ProxyProcess::spawn(&command)?;
+    let image = cfg.manifest.image_ref()?;
+    let mut proxy = launch::Launched::start(&command, image.as_ref(), world.dir()).await?;
     let spawned_ms = at(Instant::now());
-    result.timeline.push(TimelineEvent::new(
-        spawned_ms,
-        EventKind::Step,
-        "proxy started",
-    ));
+    let mut event = TimelineEvent::new(spawned_ms, EventKind::Step, "proxy started");
+    if let Some(detail) = proxy.started_detail() {
+        event = event.detail(detail);
+    }
+    result.timeline.push(event);
     let ready_timeout = cfg.timeouts.get("ready").unwrap_or(Duration::from_secs(30));
     let outcome = match proxy.wait_ready(&world.ready_addrs(), ready_timeout).await {
         Err(not_ready) => {
@@ -303,13 +308,17 @@ async fn play(
         ));
     }
     result.timeline.push(stopped);
-    result
-        .timeline
-        .extend(artifacts::log_events(&proxy, spawned_ms));
+    result.timeline.extend(artifacts::log_events(
+        proxy.stdout(),
+        proxy.stderr(),
+        spawned_ms,
+    ));
     result.timeline.sort_by_key(|e| e.at_ms);
-    result
-        .artifacts
-        .extend(artifacts::collect(&proxy, &world.control().request_log()));
+    result.artifacts.extend(artifacts::collect(
+        proxy.stdout(),
+        proxy.stderr(),
+        &world.control().request_log(),
+    ));
     let Some(entries) = xds_entries else {
         return outcome;
     };
@@ -330,7 +339,10 @@ pub async fn run_all(cfg: &RunConfig, plan: Vec<Planned>, progress: Arc<dyn Prog
     let proxy = ProxyInfo {
         name: m.name.clone(),
         version: m.version.clone(),
-        command: m.command.clone(),
+        command: match &m.image {
+            Some(image) => format!("{} (in image {image})", m.command),
+            None => m.command.clone(),
+        },
         features: m.features.clone(),
         bounds: m.bounds_map(),
         xds_tls_mode: m.is_xds().then(|| m.xds.tls_mode.as_str().to_owned()),

@@ -190,6 +190,12 @@ impl World {
         })
     }
 
+    /// The scenario's directory (token file, bootstrap, unix sockets): a proxy container
+    /// mounts it at the same path.
+    pub(crate) fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     /// The sim's control handle.
     pub(crate) fn control(&self) -> &Control {
         self.sim.control()

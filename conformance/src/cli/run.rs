@@ -1,5 +1,6 @@
 //! `conformance run` and `conformance list`: manifest and selection from flags, the run on a
-//! multi-threaded runtime with Ctrl-C handling, reports written, exit code from the claimed
+//! multi-threaded runtime with Ctrl-C handling (proxy process groups killed, proxy containers
+//! removed), reports written, exit code from the claimed
 //! profiles.
 
 use std::io::IsTerminal;
@@ -14,7 +15,7 @@ use crate::catalogue::{self, Selection};
 use crate::error::Error;
 use crate::manifest::Manifest;
 use crate::runner::{Lines, Planned, Progress, ProgressBar, RunConfig, default_jobs, run_all};
-use crate::{exec, proxy};
+use crate::{container, exec, proxy};
 
 /// Exit code after Ctrl-C.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -59,6 +60,9 @@ pub(crate) fn manifest(args: &RunArgs) -> Result<Manifest, Error> {
     }
     if let Some(mode) = &args.xds_tls_mode {
         m.set_xds_tls_mode(mode)?;
+    }
+    if let Some(image) = &args.proxy_image {
+        m.set_image(image)?;
     }
     m.validate("flags")?;
     Ok(m)
@@ -166,6 +170,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         .enable_all()
         .build()
         .map_err(|e| Error::io("start the runtime", e))?;
+    if let Some(image) = cfg.manifest.image_ref()? {
+        // A missing daemon or image is a usage error now, not an error in every scenario.
+        rt.block_on(container::preflight(&image))?;
+    }
     let report = rt.block_on(async {
         tokio::select! {
             r = run_all(&cfg, plan, progress) => Some(r),
@@ -175,7 +183,15 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     let Some(report) = report else {
         let n = proxy::kill_all_live();
         eprintln!("interrupted: killed {n} proxy process group(s)");
-        drop(rt);
+        if cfg.manifest.image.is_some() {
+            // Stop every scenario first (no container can be created after this), then remove
+            // every container this run labelled, including any caught between create and start.
+            rt.shutdown_timeout(std::time::Duration::from_secs(5));
+            let n = sweep_containers();
+            eprintln!("interrupted: removed {n} proxy container(s)");
+        } else {
+            drop(rt);
+        }
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     };
     drop(rt);
@@ -206,6 +222,17 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     } else {
         ExitCode::from(EXIT_FAILED)
     })
+}
+
+/// Removes every container this process started (by label), on a fresh runtime.
+fn sweep_containers() -> usize {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return 0;
+    };
+    rt.block_on(container::remove_labelled(std::process::id()))
 }
 
 fn report_profile(p: Profile) -> reports::Profile {

@@ -7,18 +7,15 @@ use std::fmt::Write as _;
 use agent_sim::request_log::LogEntry;
 use reports::{Artifact, Environment, EventKind, TimelineEvent};
 
-use crate::proxy::ProxyProcess;
+use crate::proxy::OutputRing;
 
 /// Requests listed one by one at the end of the request-log artifact.
 const LOG_TAIL: usize = 150;
 
 /// Proxy stdout/stderr (when not empty) and the agent request log summary.
-pub(super) fn collect(proxy: &ProxyProcess, log: &[LogEntry]) -> Vec<Artifact> {
+pub(super) fn collect(stdout: &OutputRing, stderr: &OutputRing, log: &[LogEntry]) -> Vec<Artifact> {
     let mut out = Vec::new();
-    for (name, ring) in [
-        ("proxy-stdout", proxy.stdout()),
-        ("proxy-stderr", proxy.stderr()),
-    ] {
+    for (name, ring) in [("proxy-stdout", stdout), ("proxy-stderr", stderr)] {
         if !ring.is_empty() {
             out.push(Artifact::text(name, ring.render()));
         }
@@ -32,12 +29,15 @@ const MAX_LOG_EVENTS: usize = 30;
 
 /// The proxy's warnings and errors as timeline events; `spawned_ms` is when the proxy started
 /// on the scenario's axis.
-pub(super) fn log_events(proxy: &ProxyProcess, spawned_ms: u64) -> Vec<TimelineEvent> {
-    proxy
-        .stdout()
+pub(super) fn log_events(
+    stdout: &OutputRing,
+    stderr: &OutputRing,
+    spawned_ms: u64,
+) -> Vec<TimelineEvent> {
+    stdout
         .lines()
         .into_iter()
-        .chain(proxy.stderr().lines())
+        .chain(stderr.lines())
         .filter(|(_, l)| notable(l))
         .take(MAX_LOG_EVENTS)
         .map(|(at, line)| {
@@ -163,6 +163,7 @@ mod tests {
     use agent_sim::http::query::TokenSource;
 
     use super::*;
+    use crate::proxy::ProxyProcess;
 
     #[test]
     fn summary_counts_and_lists() {
@@ -223,7 +224,7 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         p.teardown(std::time::Duration::from_secs(2)).await;
-        let mut events = log_events(&p, 1000);
+        let mut events = log_events(p.stdout(), p.stderr(), 1000);
         events.sort_by(|a, b| a.label.cmp(&b.label));
         let labels: Vec<&str> = events.iter().map(|e| e.label.as_str()).collect();
         assert_eq!(
