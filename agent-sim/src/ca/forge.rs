@@ -149,7 +149,11 @@ impl Ca {
             not_before,
             not_after,
         };
-        let signed = sign_leaf(&spec, signer.map(|r: &Root| r.signer.as_ref()))?;
+        let signed = sign_leaf(
+            &spec,
+            signer.map(|r: &Root| r.leaf_signer()),
+            self.settings.leaf_kind(),
+        )?;
         // Only leaves of the trusted active root get its intermediates.
         let intermediates: &[String] = match signer {
             Some(root) if std::ptr::eq(root, active) => &root.intermediates,

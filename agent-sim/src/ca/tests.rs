@@ -4,6 +4,7 @@
 
 mod config;
 mod forge;
+mod key_types;
 mod rotation;
 mod snapshots;
 mod support;
