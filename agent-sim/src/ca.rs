@@ -11,6 +11,7 @@ mod config;
 mod config_decode;
 mod encoding;
 mod forge;
+mod intermediate;
 mod keys;
 mod leaf;
 mod root;
@@ -169,6 +170,8 @@ pub struct Ca {
     next_serial: u64,
     untrusted: UntrustedCa,
     foreign_trust_domain: String,
+    /// Chain mode (simulator-only): every new root gets an intermediate that signs leaves.
+    chain: bool,
 }
 
 impl Ca {
@@ -220,7 +223,7 @@ impl Ca {
                 index,
             },
         )?;
-        Ok(Self {
+        let mut ca = Self {
             settings: Settings::initial(&cfg, index),
             datacenter: cfg.datacenter,
             cluster_id,
@@ -233,7 +236,12 @@ impl Ca {
                 root: untrusted_root,
             },
             foreign_trust_domain: format!("{}.consul", random_uuid(rng)),
-        })
+            chain: cfg.intermediate,
+        };
+        if ca.chain {
+            ca.attach_intermediate(0, now, rng)?;
+        }
+        Ok(ca)
     }
 
     /// `<cluster id>.consul`.

@@ -14,9 +14,10 @@ use super::{Ca, CaError};
 pub struct ClientIdentity {
     /// The URI SAN the leaf carries, if any.
     pub uri: Option<String>,
-    /// Leaf PEM first, then any intermediates (the cross-signed root after a rotation).
+    /// Leaf PEM first, then the active root's intermediates (the cross-signed root after a
+    /// rotation; the leaf-signing intermediate(s) in chain mode).
     pub cert_chain_pem: String,
-    /// SEC1 `EC PRIVATE KEY` PEM.
+    /// `EC PRIVATE KEY` (SEC1) or `RSA PRIVATE KEY` (PKCS#1) PEM, of the configured key kind.
     pub private_key_pem: String,
 }
 

@@ -73,6 +73,7 @@ impl Ca {
         rng: &mut impl Rng,
     ) -> Result<(), CaError> {
         let now = cert_time(now);
+        let before = self.clone();
         let old = self.active_root()?;
         // Two roots with one subject would make path building pick the wrong key, so never
         // reuse a name still in the table (a caller may hand in a freshly re-seeded rng).
@@ -113,6 +114,13 @@ impl Ca {
             r.modify_index = index;
         }
         self.roots.push(root);
+        if self.chain {
+            let pos = self.roots.len() - 1;
+            if let Err(e) = self.attach_intermediate(pos, now, rng) {
+                *self = before;
+                return Err(e);
+            }
+        }
         self.roots_index = index;
         Ok(())
     }
