@@ -164,7 +164,11 @@ async fn steps_change_the_agent() {
     assert_eq!(names, [&json!("cache"), &json!("extra")]);
 
     let before = roots(&control);
-    play.apply_step(&control, &Step::RotateCa { cross_sign: true })
+    play.apply_step(&control, &Step::RotateCa {
+            cross_sign: true,
+            key_type: None,
+            key_bits: None,
+        })
         .await
         .unwrap();
     let after = roots(&control);
