@@ -59,6 +59,10 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "reject-hostname-endpoints",
     "ignore-app-socket",
     "drop-on-change",
+    // Issue 10 (implemented in the reference proxy by the "caproxy" branch).
+    "p256-only",
+    "leaf-without-chain",
+    "roots-only-verification",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

@@ -36,7 +36,10 @@ pub(super) fn key_problem(
 }
 
 /// Why `chain` is not the leaf followed by exactly `intermediates` (PEMs, in order), or `None`.
-pub(super) fn chain_problem(chain: &[CertificateDer<'_>], intermediates: &[String]) -> Option<String> {
+pub(super) fn chain_problem(
+    chain: &[CertificateDer<'_>],
+    intermediates: &[String],
+) -> Option<String> {
     let want: Vec<CertificateDer<'static>> = intermediates
         .iter()
         .flat_map(|pem| CertificateDer::pem_slice_iter(pem.as_bytes()).filter_map(Result::ok))

@@ -95,14 +95,8 @@ impl Exec<'_> {
                     key_bits: *key_bits,
                     full_chain: *full_chain,
                 };
-                self.observe_leaf(
-                    material,
-                    service,
-                    *root,
-                    differs_from_mark.as_deref(),
-                    want,
-                )
-                .await
+                self.observe_leaf(material, service, *root, differs_from_mark.as_deref(), want)
+                    .await
             }
             Check::Upstream {
                 upstream,
