@@ -11,6 +11,7 @@ mod config;
 mod config_decode;
 mod encoding;
 mod forge;
+mod intermediate;
 mod keys;
 mod leaf;
 mod root;
@@ -26,6 +27,7 @@ use time::OffsetDateTime;
 
 pub use self::config::ConfigOutcome;
 pub use self::forge::{ClientIdentity, Forgery};
+pub use self::keys::KeyKind;
 pub use self::leaf::Leaf;
 
 use self::config::{MIN_LEAF_TTL, Settings};
@@ -44,9 +46,15 @@ pub struct CaConfig {
     pub leaf_ttl: Duration,
     /// Root lifetime; default 87600h.
     pub root_ttl: Duration,
-    /// Reported in the configuration only (the built-in provider signs leaves with the root);
-    /// default 8760h.
+    /// Lifetime of the intermediate in chain mode (else reported in the configuration only, as
+    /// the built-in provider signs leaves with the root); default 8760h.
     pub intermediate_ttl: Duration,
+    /// The CA's key kind (`PrivateKeyType`/`PrivateKeyBits`), for roots and leaves; default EC
+    /// P-256.
+    pub key_kind: KeyKind,
+    /// Simulator-only chain mode (as with Vault or in a secondary datacenter): leaves are
+    /// signed by an intermediate CA, listed in the root's `IntermediateCerts`.
+    pub intermediate: bool,
 }
 
 impl Default for CaConfig {
@@ -58,6 +66,8 @@ impl Default for CaConfig {
             leaf_ttl: Duration::from_secs(72 * 3600),
             root_ttl: Duration::from_secs(87600 * 3600),
             intermediate_ttl: Duration::from_secs(8760 * 3600),
+            key_kind: KeyKind::Ec256,
+            intermediate: false,
         }
     }
 }
@@ -102,16 +112,11 @@ pub enum CaError {
     /// The provider config failed decoding or validation (Consul's texts after the prefix).
     #[error("error configuring provider: {0}")]
     InvalidConfig(String),
-    /// A CA key other than EC P-256 (requested by type/bits, or imported).
+    /// A CA key Consul accepts but the simulator cannot sign with (EC 224/521, other RSA sizes).
     #[error(
-        "error configuring provider: the simulator supports only EC P-256 CA keys (PrivateKeyType \"ec\", PrivateKeyBits 256), not {0}"
+        "error configuring provider: the simulator supports EC 256/384 and RSA 2048/4096 CA keys, not {0}"
     )]
     UnsupportedKey(String),
-    /// `RootCert` given with `PrivateKey`: the simulator cannot adopt an external root.
-    #[error(
-        "error configuring provider: the simulator cannot import a RootCert; give PrivateKey alone and the root is generated from it"
-    )]
-    RootCertImportUnsupported,
     /// A non-empty `State` in the PUT body.
     #[error("CA Provider State is read-only")]
     StateReadOnly,
@@ -165,6 +170,8 @@ pub struct Ca {
     next_serial: u64,
     untrusted: UntrustedCa,
     foreign_trust_domain: String,
+    /// Chain mode (simulator-only): every new root gets an intermediate that signs leaves.
+    chain: bool,
 }
 
 impl Ca {
@@ -191,7 +198,7 @@ impl Ca {
         let now = cert_time(now);
         let trust_domain = format!("{cluster_id}.consul");
         let root = generate_root(
-            keys::generate()?,
+            keys::generate_kind(cfg.key_kind)?,
             &RootSpec {
                 trust_domain: &trust_domain,
                 cluster_id: &cluster_id,
@@ -216,7 +223,7 @@ impl Ca {
                 index,
             },
         )?;
-        Ok(Self {
+        let mut ca = Self {
             settings: Settings::initial(&cfg, index),
             datacenter: cfg.datacenter,
             cluster_id,
@@ -229,7 +236,12 @@ impl Ca {
                 root: untrusted_root,
             },
             foreign_trust_domain: format!("{}.consul", random_uuid(rng)),
-        })
+            chain: cfg.intermediate,
+        };
+        if ca.chain {
+            ca.attach_intermediate(0, now, rng)?;
+        }
+        Ok(ca)
     }
 
     /// `<cluster id>.consul`.
@@ -306,8 +318,9 @@ impl Ca {
         time::Duration::minutes(1).min(time::Duration::seconds(tenth))
     }
 
-    /// Issues a fresh leaf for `service` in `dc` (empty = this CA's datacenter): a new EC P-256
-    /// key, signed by the active root, serial from the shared counter, valid from now minus
+    /// Issues a fresh leaf for `service` in `dc` (empty = this CA's datacenter): a new key of the
+    /// configured `PrivateKeyType`/`PrivateKeyBits` (Consul's agent generates the leaf key from
+    /// the CA config), signed by the active root (or its intermediate in chain mode), serial from the shared counter, valid from now minus
     /// `leaf_backdate()` for the leaf TTL. `index` is the raft index of this issuance.
     pub fn issue_leaf(
         &mut self,
@@ -335,7 +348,7 @@ impl Ca {
             not_before,
             not_after,
         };
-        let signed = sign_leaf(&spec, Some(&root.signer))?;
+        let signed = sign_leaf(&spec, Some(root.leaf_signer()), self.settings.leaf_kind())?;
         let leaf = Leaf {
             serial_number: serial_hex(serial),
             cert_pem: chain_pem(&signed.pem, &root.intermediates),

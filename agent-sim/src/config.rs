@@ -43,6 +43,10 @@ pub struct SimConfig {
     pub default_intention_policy: Option<IntentionDefault>,
     /// Leaf certificate TTL (Consul: 72h; the sim accepts seconds).
     pub leaf_ttl: Duration,
+    /// The CA's key kind at bootstrap (roots and leaves); default EC P-256.
+    pub ca_key_kind: crate::ca::KeyKind,
+    /// Simulator-only chain mode: leaves signed by an intermediate listed in `IntermediateCerts`.
+    pub ca_intermediate: bool,
     /// Upper bound of the random delay before blocked leaf queries see a new leaf after a CA
     /// rotation (Consul: 30 s).
     pub ca_change_jitter: Duration,
@@ -72,6 +76,8 @@ impl Default for SimConfig {
             acl: AclConfig::default(),
             default_intention_policy: None,
             leaf_ttl: Duration::from_secs(72 * 3600),
+            ca_key_kind: crate::ca::KeyKind::Ec256,
+            ca_intermediate: false,
             ca_change_jitter: Duration::from_secs(30),
             blocking: BlockingConfig::default(),
             version: "1.22.0".into(),

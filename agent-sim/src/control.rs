@@ -125,6 +125,32 @@ impl Control {
         Ok(())
     }
 
+    /// Rotates the CA onto a fresh root key of `kind` (cross-signed by the old root when
+    /// `cross_sign`); the CA configuration's `PrivateKeyType`/`PrivateKeyBits` follow, so leaves
+    /// issued from now on have that kind too.
+    pub fn rotate_ca_to(&self, kind: crate::ca::KeyKind, cross_sign: bool) -> Result<(), SimError> {
+        let now = OffsetDateTime::now_utc();
+        self.store.write(|st| {
+            let index = st.next_index();
+            self.store
+                .with_rng(|r| st.ca.rotate_kind(kind, cross_sign, now, index, r))
+        })?;
+        Ok(())
+    }
+
+    /// Rotates the active root's intermediate alone (simulator-only chain mode; switches it on
+    /// if it was off): a new intermediate signs leaves from now on and is appended to the
+    /// root's `IntermediateCerts`; the root stays.
+    pub fn rotate_intermediate(&self) -> Result<(), SimError> {
+        let now = OffsetDateTime::now_utc();
+        self.store.write(|st| {
+            let index = st.next_index();
+            self.store
+                .with_rng(|r| st.ca.rotate_intermediate(now, index, r))
+        })?;
+        Ok(())
+    }
+
     /// Sets the TTL of leaves issued from now on.
     pub fn set_leaf_ttl(&self, ttl: Duration) {
         self.store.write(|st| st.ca.set_leaf_ttl(ttl));

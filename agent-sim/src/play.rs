@@ -75,6 +75,9 @@ pub enum PlayError {
     /// A duration is neither a named timeout nor a Go duration.
     #[error("invalid duration {0:?}")]
     BadDuration(String),
+    /// `key_type`/`key_bits` name a key kind the CA does not run.
+    #[error("unsupported CA key {0}: ec 256/384 or rsa 2048/4096")]
+    UnsupportedKey(String),
 }
 
 impl PlayError {
@@ -86,6 +89,7 @@ impl PlayError {
             Self::NoPort(_) => "no_port",
             Self::UnknownUpstream(_) => "unknown_upstream",
             Self::BadDuration(_) => "bad_duration",
+            Self::UnsupportedKey(_) => "unsupported_ca_key",
         }
     }
 }
@@ -196,14 +200,36 @@ impl Play {
                     text(entry, "Name")
                 )
             }
-            Step::RotateCa { cross_sign } => {
-                sim("rotate CA", control.rotate_ca(*cross_sign))?;
+            Step::RotateCa {
+                cross_sign,
+                key_type,
+                key_bits,
+            } => {
+                let kind = match (key_type.as_deref(), key_bits) {
+                    (None, None) => None,
+                    (t, b) => Some(
+                        key_kind(t, *b)
+                            .ok_or_else(|| PlayError::UnsupportedKey(format!("{t:?}/{b:?}")))?,
+                    ),
+                };
+                let result = match kind {
+                    Some(kind) => control.rotate_ca_to(kind, *cross_sign),
+                    None => control.rotate_ca(*cross_sign),
+                };
+                sim("rotate CA", result)?;
                 let how = if *cross_sign {
                     "cross-signed"
                 } else {
                     "no cross-sign"
                 };
-                format!("rotate CA ({how})")
+                match kind {
+                    Some(kind) => format!("rotate CA to {kind} ({how})"),
+                    None => format!("rotate CA ({how})"),
+                }
+            }
+            Step::RotateIntermediate => {
+                sim("rotate intermediate", control.rotate_intermediate())?;
+                "rotate intermediate".to_owned()
             }
             Step::Fault { fault, for_ } => {
                 let f = to_fault(fault);
@@ -429,6 +455,14 @@ fn fault_name(f: &FaultSpec) -> &'static str {
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key].as_str().unwrap_or("?")
+}
+
+/// The CA key kind for a scenario's `key_type`/`key_bits` (type default `ec`; bits default 256
+/// for `ec`, 2048 for `rsa`).
+pub fn key_kind(key_type: Option<&str>, key_bits: Option<u32>) -> Option<crate::ca::KeyKind> {
+    let key_type = key_type.unwrap_or("ec");
+    let bits = key_bits.unwrap_or(if key_type == "rsa" { 2048 } else { 256 });
+    crate::ca::KeyKind::from_config(key_type, i64::from(bits))
 }
 
 fn sim<T>(what: &str, r: Result<T, SimError>) -> Result<T, PlayError> {

@@ -113,6 +113,18 @@ impl Builder {
         self
     }
 
+    /// The CA's key kind at bootstrap (roots and leaves).
+    pub fn ca_key_kind(mut self, kind: crate::ca::KeyKind) -> Self {
+        self.cfg.ca_key_kind = kind;
+        self
+    }
+
+    /// Simulator-only chain mode: leaves signed by an intermediate in `IntermediateCerts`.
+    pub fn ca_intermediate(mut self, on: bool) -> Self {
+        self.cfg.ca_intermediate = on;
+        self
+    }
+
     /// Upper bound of the random delay before blocked leaf queries see a rotated leaf.
     pub fn ca_change_jitter(mut self, max: Duration) -> Self {
         self.cfg.ca_change_jitter = max;

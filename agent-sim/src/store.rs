@@ -191,6 +191,8 @@ impl Store {
             cluster_id,
             datacenter: cfg.datacenter.clone(),
             leaf_ttl: cfg.leaf_ttl,
+            key_kind: cfg.ca_key_kind,
+            intermediate: cfg.ca_intermediate,
             ..CaConfig::default()
         };
         let ca = Ca::new(ca_cfg, now, index, &mut rng).map_err(SimError::Ca)?;

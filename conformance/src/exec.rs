@@ -3,6 +3,7 @@
 //! checks (`checks`), evaluated with `within`/`stable_for` (`wait`). Everything lands on the
 //! scenario's timeline.
 
+mod chain_check;
 mod checks;
 mod expected;
 mod observe;
@@ -172,7 +173,7 @@ impl<'w> Exec<'w> {
     async fn agent_step(&mut self, step: &Step) -> Result<(), Error> {
         let control = self.world.control().clone();
         let label = self.world.play.apply_step(&control, step).await?;
-        if matches!(step, Step::RotateCa { .. }) {
+        if matches!(step, Step::RotateCa { .. } | Step::RotateIntermediate) {
             // Service leaves and forgeries come from the active root: issue them afresh.
             self.cache.clear();
         }

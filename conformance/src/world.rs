@@ -89,6 +89,15 @@ impl World {
         if let Some(ttl) = &setup.leaf_ttl {
             builder = builder.leaf_ttl(go_duration("setup.leaf_ttl", ttl)?);
         }
+        if let Some(ca) = &setup.ca {
+            let kind = play::key_kind(ca.key_type.as_deref(), ca.key_bits).ok_or_else(|| {
+                Error::Step(format!(
+                    "setup.ca: unsupported key {:?}/{:?}",
+                    ca.key_type, ca.key_bits
+                ))
+            })?;
+            builder = builder.ca_key_kind(kind).ca_intermediate(ca.intermediate);
+        }
         let jitter = setup.ca_change_jitter.as_deref().unwrap_or("0s");
         builder = builder.ca_change_jitter(go_duration("setup.ca_change_jitter", jitter)?);
         if manifest.is_xds() {

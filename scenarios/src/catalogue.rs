@@ -11,8 +11,20 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/core/agent-blocking.toml"),
     ),
     (
+        "catalogue/core/ca-intermediate-chain.toml",
+        include_str!("../catalogue/core/ca-intermediate-chain.toml"),
+    ),
+    (
+        "catalogue/core/ca-key-types.toml",
+        include_str!("../catalogue/core/ca-key-types.toml"),
+    ),
+    (
         "catalogue/core/ca-rotation.toml",
         include_str!("../catalogue/core/ca-rotation.toml"),
+    ),
+    (
+        "catalogue/core/ca-rotation-key-type.toml",
+        include_str!("../catalogue/core/ca-rotation-key-type.toml"),
     ),
     (
         "catalogue/core/ca-rotation-no-cross-sign.toml",

@@ -95,6 +95,25 @@ pub struct Setup {
     /// TCP port.
     #[serde(default)]
     pub app_socket: bool,
+    /// The agent's CA at bootstrap (`[setup.ca]`): key kind and chain mode.
+    #[serde(default)]
+    pub ca: Option<CaSetup>,
+}
+
+/// `[setup.ca]`: the CA the cluster bootstraps with.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaSetup {
+    /// `PrivateKeyType`: `ec` (default) or `rsa`.
+    #[serde(default)]
+    pub key_type: Option<String>,
+    /// `PrivateKeyBits`: `ec` 256 (default) or 384, `rsa` 2048 (default for rsa) or 4096.
+    #[serde(default)]
+    pub key_bits: Option<u32>,
+    /// Leaves signed by an intermediate listed in the root's `IntermediateCerts` (as with Vault
+    /// or in a secondary datacenter; simulator-only mode).
+    #[serde(default)]
+    pub intermediate: bool,
 }
 
 /// `allow` or `deny`.
@@ -268,7 +287,15 @@ pub enum Step {
         /// With a cross-signed intermediate (default true).
         #[serde(default = "yes")]
         cross_sign: bool,
+        /// The new root's (and from then on the leaves') `PrivateKeyType`; default: unchanged.
+        #[serde(default)]
+        key_type: Option<String>,
+        /// The new root's `PrivateKeyBits` (default 256 for `ec`, 2048 for `rsa`).
+        #[serde(default)]
+        key_bits: Option<u32>,
     },
+    /// Rotate the active root's intermediate alone (chain mode; the root stays).
+    RotateIntermediate,
     /// Inject a fault until `clear-faults` (or for `for_` when given).
     Fault {
         /// Which.
@@ -451,6 +478,16 @@ pub enum Check {
         /// It must not be the leaf served at the time of the named `issue`/`mark` (freshness).
         #[serde(default)]
         differs_from_mark: Option<String>,
+        /// The served leaf's key type (`ec` or `rsa`), and with `key_bits` its size.
+        #[serde(default)]
+        key_type: Option<String>,
+        /// The served leaf's key size in bits (EC curve size or RSA modulus).
+        #[serde(default)]
+        key_bits: Option<u32>,
+        /// The presented chain must be exactly the leaf then the active root's
+        /// `IntermediateCerts`, in order (as `CertPEM` carries them).
+        #[serde(default)]
+        full_chain: bool,
     },
     /// Bytes sent to the local upstream listener reach one of `reach` (instance ids), and the
     /// instance saw the proxy present a leaf for `presented` (default `db`).

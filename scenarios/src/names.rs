@@ -60,6 +60,9 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "ignore-app-socket",
     "drop-on-change",
     "policy-on-timer",
+    "p256-only",
+    "leaf-without-chain",
+    "roots-only-verification",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

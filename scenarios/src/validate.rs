@@ -121,6 +121,9 @@ fn check_setup(at: &FieldPath, setup: &Setup) -> Result<(), FieldError> {
     if let Some(j) = &setup.ca_change_jitter {
         go_duration(&at.key("ca_change_jitter"), j)?;
     }
+    if let Some(ca) = &setup.ca {
+        check_key_kind(&at.key("ca"), ca.key_type.as_deref(), ca.key_bits)?;
+    }
     if let Some(p) = &setup.protocol {
         one_of(&at.key("protocol"), p, PROTOCOLS)?;
     }
@@ -432,3 +435,30 @@ fn is_kebab(id: &str) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// `key_type` / `key_bits` as `[setup.ca]` and `rotate-ca` take them: `ec` 256/384 or `rsa`
+/// 2048/4096 (the kinds agent-sim's CA runs; Consul also accepts ec 224/521).
+pub(crate) fn check_key_kind(
+    at: &FieldPath,
+    key_type: Option<&str>,
+    key_bits: Option<u32>,
+) -> Result<(), FieldError> {
+    let key_type = key_type.unwrap_or("ec");
+    let allowed: &[u32] = match key_type {
+        "ec" => &[256, 384],
+        "rsa" => &[2048, 4096],
+        other => {
+            return Err(FieldError::new(
+                at.key("key_type"),
+                format!("must be \"ec\" or \"rsa\", not {other:?}"),
+            ));
+        }
+    };
+    match key_bits {
+        Some(bits) if !allowed.contains(&bits) => Err(FieldError::new(
+            at.key("key_bits"),
+            format!("{key_type} keys must have {allowed:?} bits, not {bits}"),
+        )),
+        _ => Ok(()),
+    }
+}

@@ -4,8 +4,9 @@
 //! When a PUT rotates (mirrors the consul provider, whose identity is the hash of `PrivateKey`,
 //! `RootCert`, `PrivateKeyType`, `PrivateKeyBits`):
 //! - the key identity differs from the current one: a new or different `PrivateKey` (the root is
-//!   then generated from that key), or dropping a previously given one (fresh key);
-//!   `PrivateKeyType`/`PrivateKeyBits` can only be `ec`/`256` here, so they never rotate;
+//!   then generated from that key, or adopted as given with `RootCert`), dropping a previously
+//!   given one (fresh key), or another `PrivateKeyType`/`PrivateKeyBits` (fresh key of that kind;
+//!   leaves follow the configured kind too);
 //! - the simulator-only key `"RotateRoot": true` (weakly typed like the rest) rotates on every
 //!   PUT that carries it and is not stored, so the same body can rotate again; real Consul
 //!   ignores the key (it is not part of the provider's identity);
@@ -17,8 +18,8 @@
 //! fails with Consul's error.
 //!
 //! Deviations from Consul, all deliberate: `LeafCertTTL` may be as short as 1s (Consul: 1h) so
-//! the harness can watch renewals; `RootCertTTL` must be at least 1s; only EC P-256 CA keys are
-//! supported; an imported `RootCert` is refused (a `PrivateKey` alone works).
+//! the harness can watch renewals; `RootCertTTL` must be at least 1s; EC 224/521 keys (valid in
+//! Consul) are refused (ring cannot sign with them); P-384 CAs sign with SHA-384 (Consul: SHA-256).
 
 use std::time::Duration;
 
@@ -27,6 +28,8 @@ use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 
 use super::config_decode::{ProviderConfig, decode_request};
+use super::keys::KeyKind;
+use super::rotation::NewRoot;
 use super::{Ca, CaConfig, CaError};
 use crate::duration::GoDuration;
 
@@ -82,8 +85,8 @@ impl Settings {
             json!(compact_duration(cfg.intermediate_ttl)),
         );
         raw.insert("LeafCertTTL".into(), json!(compact_duration(cfg.leaf_ttl)));
-        raw.insert("PrivateKeyBits".into(), json!(256));
-        raw.insert("PrivateKeyType".into(), json!("ec"));
+        raw.insert("PrivateKeyBits".into(), json!(cfg.key_kind.bits()));
+        raw.insert("PrivateKeyType".into(), json!(cfg.key_kind.key_type()));
         raw.insert("RootCertTTL".into(), json!(compact_duration(cfg.root_ttl)));
         Self {
             leaf_ttl: cfg.leaf_ttl,
@@ -92,8 +95,8 @@ impl Settings {
             identity: KeyIdentity {
                 private_key: String::new(),
                 root_cert: String::new(),
-                key_type: "ec".into(),
-                key_bits: 256,
+                key_type: cfg.key_kind.key_type().into(),
+                key_bits: i64::from(cfg.key_kind.bits()),
             },
             disable_cross_signing: false,
             force_without_cross_signing: false,
@@ -101,6 +104,20 @@ impl Settings {
             create_index: index,
             modify_index: index,
         }
+    }
+
+    /// The kind of key leaves get: the configured `PrivateKeyType`/`PrivateKeyBits`.
+    pub(crate) fn leaf_kind(&self) -> KeyKind {
+        KeyKind::from_config(&self.identity.key_type, self.identity.key_bits).unwrap_or_default()
+    }
+
+    /// Records another key kind (`PrivateKeyType`/`PrivateKeyBits`), as a PUT of them would.
+    pub(crate) fn set_key_kind(&mut self, kind: KeyKind) {
+        self.identity.key_type = kind.key_type().into();
+        self.identity.key_bits = i64::from(kind.bits());
+        self.raw
+            .insert("PrivateKeyType".into(), json!(kind.key_type()));
+        self.raw.insert("PrivateKeyBits".into(), json!(kind.bits()));
     }
 
     /// Sets the leaf TTL (clamped to at least 1s) and the `LeafCertTTL` the config reports.
@@ -207,12 +224,21 @@ impl Ca {
             } else {
                 true
             };
+            let kind = KeyKind::from_config(&parsed.key_type, parsed.key_bits).unwrap_or_default();
             let key = if parsed.private_key.is_empty() {
-                super::keys::generate()?
+                super::keys::generate_kind(kind)?
             } else {
                 super::keys::import_pem(&parsed.private_key)?
             };
-            self.rotate_to(key, parsed.root_ttl, cross_sign, now, index, rng)?;
+            let root_cert = (!parsed.root_cert.is_empty()).then_some(parsed.root_cert.as_str());
+            self.rotate_to(
+                NewRoot { key, root_cert },
+                parsed.root_ttl,
+                cross_sign,
+                now,
+                index,
+                rng,
+            )?;
         }
         let settings = &mut self.settings;
         settings.leaf_ttl = parsed.leaf_ttl;
@@ -280,7 +306,7 @@ fn validate(cfg: &ProviderConfig) -> Result<(), CaError> {
             _ => return invalid("private key type must be either 'ec' or 'rsa'".into()),
         }
     }
-    if (cfg.key_type.as_str(), cfg.key_bits) != ("ec", 256) {
+    if KeyKind::from_config(&cfg.key_type, cfg.key_bits).is_none() {
         return Err(CaError::UnsupportedKey(format!(
             "PrivateKeyType {:?} with PrivateKeyBits {}",
             cfg.key_type, cfg.key_bits
@@ -294,9 +320,6 @@ fn validate(cfg: &ProviderConfig) -> Result<(), CaError> {
     }
     if cfg.root_ttl < Duration::from_secs(1) {
         return invalid("root cert TTL must be at least 1s".into());
-    }
-    if !cfg.root_cert.is_empty() {
-        return Err(CaError::RootCertImportUnsupported);
     }
     Ok(())
 }

@@ -14,9 +14,10 @@ use super::{Ca, CaError};
 pub struct ClientIdentity {
     /// The URI SAN the leaf carries, if any.
     pub uri: Option<String>,
-    /// Leaf PEM first, then any intermediates (the cross-signed root after a rotation).
+    /// Leaf PEM first, then the active root's intermediates (the cross-signed root after a
+    /// rotation; the leaf-signing intermediate(s) in chain mode).
     pub cert_chain_pem: String,
-    /// SEC1 `EC PRIVATE KEY` PEM.
+    /// `EC PRIVATE KEY` (SEC1) or `RSA PRIVATE KEY` (PKCS#1) PEM, of the configured key kind.
     pub private_key_pem: String,
 }
 
@@ -149,7 +150,11 @@ impl Ca {
             not_before,
             not_after,
         };
-        let signed = sign_leaf(&spec, signer.map(|r: &Root| r.signer.as_ref()))?;
+        let signed = sign_leaf(
+            &spec,
+            signer.map(|r: &Root| r.leaf_signer()),
+            self.settings.leaf_kind(),
+        )?;
         // Only leaves of the trusted active root get its intermediates.
         let intermediates: &[String] = match signer {
             Some(root) if std::ptr::eq(root, active) => &root.intermediates,

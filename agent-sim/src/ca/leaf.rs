@@ -20,7 +20,8 @@ pub struct Leaf {
     pub serial_number: String,
     /// The leaf PEM followed by every PEM in the signing root's `IntermediateCerts`.
     pub cert_pem: String,
-    /// The leaf's fresh EC P-256 key, SEC1 `EC PRIVATE KEY` PEM.
+    /// The leaf's fresh key (of the CA config's `PrivateKeyType`/`PrivateKeyBits`), as
+    /// `EC PRIVATE KEY` (SEC1) or `RSA PRIVATE KEY` (PKCS#1) PEM.
     pub private_key_pem: String,
     pub service: String,
     pub service_uri: String,
@@ -85,22 +86,24 @@ pub(crate) struct SignedLeaf {
 
 impl SignedLeaf {
     pub(crate) fn private_key_pem(&self) -> Result<String, CaError> {
-        keys::sec1_pem(&self.key)
+        keys::private_key_pem(&self.key)
     }
 }
 
 /// Signs a leaf as the consul provider's `Sign` does: subject empty unless `common_name` is
 /// given; the URI SAN; KeyUsage DigitalSignature, KeyEncipherment, DataEncipherment,
 /// KeyAgreement; EKU ClientAuth + ServerAuth; BasicConstraints CA:false; SKID = SHA-256 of the
-/// new key; AKID = the issuer's key id. `issuer: None` makes it self-signed.
+/// new key (a fresh key of `kind`); AKID = the issuer's key id. `issuer: None` makes it
+/// self-signed.
 ///
 /// rcgen marks the SAN extension critical exactly when the subject is empty, which is Consul's
 /// (and RFC 5280's) rule, so real leaves get the critical SAN Consul emits.
 pub(crate) fn sign_leaf(
     spec: &LeafSpec<'_>,
     issuer: Option<&Signer>,
+    kind: keys::KeyKind,
 ) -> Result<SignedLeaf, CaError> {
-    let key = keys::generate()?;
+    let key = keys::generate_kind(kind)?;
     let mut params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
     if let Some(cn) = spec.common_name {

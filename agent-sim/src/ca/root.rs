@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 
 use super::CaError;
 use super::encoding::{checked_add, colon_hex, fingerprint, pem_encode};
-use super::keys::key_id;
+use super::keys::{self, key_id};
 
 /// CARoot `Name` for the built-in provider (`"<Pretty provider> CA Primary Cert"`).
 pub(crate) const ROOT_NAME: &str = "Consul CA Primary Cert";
@@ -57,6 +57,9 @@ pub(crate) struct Root {
     pub(crate) create_index: u64,
     pub(crate) modify_index: u64,
     pub(crate) signer: Arc<Signer>,
+    /// Chain mode: the intermediate CA that signs leaves (its certificate is the last entry of
+    /// `intermediates`). `None`: the root signs leaves itself, as Consul's built-in provider does.
+    pub(crate) issuing: Option<Arc<Signer>>,
 }
 
 /// What a new root is made of besides its key.
@@ -119,6 +122,7 @@ pub(crate) fn generate_root(key: KeyPair, spec: &RootSpec<'_>) -> Result<Root, C
         create_index: spec.index,
         modify_index: spec.index,
         signer: Arc::new(Signer { key, params }),
+        issuing: None,
     })
 }
 
@@ -140,9 +144,16 @@ pub(crate) fn cross_sign(
 }
 
 impl Root {
+    /// The key leaves are signed with: the intermediate's in chain mode, else the root's.
+    pub(crate) fn leaf_signer(&self) -> &Signer {
+        self.issuing.as_deref().unwrap_or(&self.signer)
+    }
+
     /// The CARoot object of the roots endpoints, keys in Consul's struct order. `SigningCert` and
     /// `SigningKey` are never served; `RotatedOutAt` is `json:"-"`.
     pub(crate) fn to_json(&self, cluster_id: &str) -> Value {
+        // Consul reads these from the root certificate's key (`KeyInfoFromCert`).
+        let kind = keys::kind_of(&self.signer.key);
         let intermediates = if self.intermediates.is_empty() {
             Value::Null
         } else {
@@ -159,10 +170,127 @@ impl Root {
             "RootCert": self.cert_pem,
             "IntermediateCerts": intermediates,
             "Active": self.active,
-            "PrivateKeyType": "ec",
-            "PrivateKeyBits": 256,
+            "PrivateKeyType": kind.key_type(),
+            "PrivateKeyBits": kind.bits(),
             "CreateIndex": self.create_index,
             "ModifyIndex": self.modify_index,
         })
     }
+}
+
+/// An operator-supplied root (`RootCert` + `PrivateKey` in the CA config), adopted as it is:
+/// the certificate must parse, be a CA, and carry the public key of `key`. The `Root`'s ID,
+/// validity and SigningKeyID come from the certificate (SigningKeyID from its SubjectKeyId, as
+/// Consul's `newCARoot` reads it; SHA-256 of the key when the cert has none).
+pub(crate) fn import_root(
+    key: KeyPair,
+    cert_pem: &str,
+    serial_hint: u64,
+    index: u64,
+) -> Result<Root, CaError> {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
+    use x509_parser::prelude::{FromDer, X509Certificate};
+
+    let invalid = |msg: String| CaError::InvalidConfig(msg);
+    let der = CertificateDer::from_pem_slice(cert_pem.as_bytes())
+        .map_err(|_| invalid("error parsing root cert: no PEM-encoded data found".into()))?;
+    let (_, cert) = X509Certificate::from_der(der.as_ref())
+        .map_err(|e| invalid(format!("error parsing root cert: {e}")))?;
+    if cert.public_key().raw != rcgen::PublicKeyData::subject_public_key_info(&key).as_slice() {
+        return Err(invalid(
+            "root cert's public key does not match the private key".into(),
+        ));
+    }
+    if !cert.is_ca() {
+        return Err(invalid("root cert is not a CA certificate".into()));
+    }
+    let skid = cert
+        .extensions()
+        .iter()
+        .find_map(|ext| match ext.parsed_extension() {
+            x509_parser::extensions::ParsedExtension::SubjectKeyIdentifier(id) => {
+                Some(id.0.to_vec())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| key_id(&key));
+    let not_before = cert.validity().not_before.to_datetime();
+    let not_after = cert.validity().not_after.to_datetime();
+    let serial = u64::try_from(cert.serial.clone()).unwrap_or(serial_hint);
+    let params = imported_params(&cert, &skid)?;
+    let der_bytes = der.as_ref().to_vec();
+    Ok(Root {
+        id: fingerprint(&der_bytes),
+        uid: String::new(),
+        serial,
+        signing_key_id: skid,
+        not_before,
+        not_after,
+        cert_pem: pem_encode("CERTIFICATE", &der_bytes),
+        intermediates: Vec::new(),
+        active: true,
+        rotated_out_at: None,
+        create_index: index,
+        modify_index: index,
+        signer: Arc::new(Signer { key, params }),
+        issuing: None,
+    })
+}
+
+/// Certificate parameters that re-issue (cross-sign) or sign as an imported root: its subject,
+/// URI SANs, CA flag, key usages and key id; validity is set by whoever signs.
+fn imported_params(
+    cert: &x509_parser::certificate::X509Certificate<'_>,
+    skid: &[u8],
+) -> Result<CertificateParams, CaError> {
+    use x509_parser::extensions::GeneralName;
+    let mut dn = DistinguishedName::new();
+    for attr in cert.subject().iter_attributes() {
+        let Ok(value) = attr.as_str() else { continue };
+        let oid: Vec<u64> = attr
+            .attr_type()
+            .iter()
+            .map(|arcs| arcs.collect())
+            .unwrap_or_default();
+        let ty = match oid.as_slice() {
+            [2, 5, 4, 3] => DnType::CommonName,
+            [2, 5, 4, 6] => DnType::CountryName,
+            [2, 5, 4, 7] => DnType::LocalityName,
+            [2, 5, 4, 8] => DnType::StateOrProvinceName,
+            [2, 5, 4, 10] => DnType::OrganizationName,
+            [2, 5, 4, 11] => DnType::OrganizationalUnitName,
+            _ => DnType::CustomDnType(oid),
+        };
+        // Keep the string type so issuer names in signed certs match the root's subject bytes.
+        if attr.attr_value().tag() == x509_parser::der_parser::asn1_rs::Tag::PrintableString
+            && let Ok(printable) = rcgen::string::PrintableString::try_from(value)
+        {
+            dn.push(ty, rcgen::DnValue::PrintableString(printable));
+            continue;
+        }
+        dn.push(ty, value);
+    }
+    let mut params = CertificateParams::default();
+    params.distinguished_name = dn;
+    if let Ok(Some(san)) = cert.subject_alternative_name() {
+        for name in &san.value.general_names {
+            if let GeneralName::URI(uri) = name {
+                params
+                    .subject_alt_names
+                    .push(SanType::URI((*uri).try_into()?));
+            }
+        }
+    }
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params.key_identifier_method = KeyIdMethod::PreSpecified(skid.to_vec());
+    params.use_authority_key_identifier_extension = true;
+    params.not_before = cert.validity().not_before.to_datetime();
+    params.not_after = cert.validity().not_after.to_datetime();
+    Ok(params)
 }

@@ -11,8 +11,16 @@ use rcgen::KeyPair;
 use time::OffsetDateTime;
 
 use super::encoding::{base36_uid, cert_time};
-use super::root::{RootSpec, cross_sign, generate_root};
+use super::keys::KeyKind;
+use super::root::{RootSpec, cross_sign, generate_root, import_root};
 use super::{Ca, CaError, keys};
+
+/// What a rotation installs: a key, and the operator's certificate for it (else one is
+/// generated).
+pub(crate) struct NewRoot<'a> {
+    pub(crate) key: KeyPair,
+    pub(crate) root_cert: Option<&'a str>,
+}
 
 impl Ca {
     /// Replaces the active root with a freshly generated one (new key, new ID), as a CA config
@@ -27,15 +35,37 @@ impl Ca {
         index: u64,
         rng: &mut impl Rng,
     ) -> Result<(), CaError> {
-        let key = keys::generate()?;
-        let root_ttl = self.settings.root_ttl;
-        self.rotate_to(key, root_ttl, cross_sign, now, index, rng)
+        let kind = self.settings.leaf_kind();
+        self.rotate_kind(kind, cross_sign, now, index, rng)
     }
 
-    /// Rotation onto a given key; nothing changes if it fails.
+    /// Like [`Ca::rotate`], onto a fresh key of `kind`, and the configuration follows (its
+    /// `PrivateKeyType`/`PrivateKeyBits`, and so the kind of leaves issued from now on), as a
+    /// `PUT` of those keys would.
+    pub fn rotate_kind(
+        &mut self,
+        kind: KeyKind,
+        cross_sign: bool,
+        now: OffsetDateTime,
+        index: u64,
+        rng: &mut impl Rng,
+    ) -> Result<(), CaError> {
+        let key = keys::generate_kind(kind)?;
+        let root_ttl = self.settings.root_ttl;
+        let new = NewRoot {
+            key,
+            root_cert: None,
+        };
+        self.rotate_to(new, root_ttl, cross_sign, now, index, rng)?;
+        self.settings.set_key_kind(kind);
+        Ok(())
+    }
+
+    /// Rotation onto a given key (and, if given, its operator-supplied certificate); nothing
+    /// changes if it fails.
     pub(crate) fn rotate_to(
         &mut self,
-        key: KeyPair,
+        new: NewRoot<'_>,
         root_ttl: Duration,
         cross: bool,
         now: OffsetDateTime,
@@ -43,6 +73,7 @@ impl Ca {
         rng: &mut impl Rng,
     ) -> Result<(), CaError> {
         let now = cert_time(now);
+        let before = self.clone();
         let old = self.active_root()?;
         // Two roots with one subject would make path building pick the wrong key, so never
         // reuse a name still in the table (a caller may hand in a freshly re-seeded rng).
@@ -63,7 +94,10 @@ impl Ca {
             ttl: root_ttl,
             index,
         };
-        let mut root = generate_root(key, &spec)?;
+        let mut root = match new.root_cert {
+            Some(pem) => import_root(new.key, pem, serial, index)?,
+            None => generate_root(new.key, &spec)?,
+        };
         let mut used = 1;
         if cross {
             let cross_signed = cross_sign(&root, old, serial + 1, now)?;
@@ -80,6 +114,13 @@ impl Ca {
             r.modify_index = index;
         }
         self.roots.push(root);
+        if self.chain {
+            let pos = self.roots.len() - 1;
+            if let Err(e) = self.attach_intermediate(pos, now, rng) {
+                *self = before;
+                return Err(e);
+            }
+        }
         self.roots_index = index;
         Ok(())
     }

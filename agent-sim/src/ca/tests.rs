@@ -2,8 +2,10 @@
 //! with rustls' webpki verifier, wire JSON snapshots, rotation, pruning, forgeries and the
 //! configuration endpoint.
 
+mod chain;
 mod config;
 mod forge;
+mod key_types;
 mod rotation;
 mod snapshots;
 mod support;

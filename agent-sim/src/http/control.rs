@@ -32,6 +32,7 @@ pub(crate) fn routes() -> Router<Control> {
         .route("/index-reset", post(index_reset))
         .route("/restart", post(restart))
         .route("/ca/rotate", post(rotate))
+        .route("/ca/rotate-intermediate", post(rotate_intermediate))
         .route("/ca/leaf-ttl", put(leaf_ttl))
         .route("/ca/roots", get(roots))
         .route("/identity/{service}", post(identity))
@@ -148,6 +149,11 @@ async fn restart(State(c): State<Control>, body: Bytes) -> Result<Response, ApiE
 struct Rotate {
     #[serde(rename = "CrossSign", default = "yes")]
     cross_sign: bool,
+    /// With `PrivateKeyBits`: rotate onto a key of this kind (`ec` 256/384, `rsa` 2048/4096).
+    #[serde(rename = "PrivateKeyType", default)]
+    key_type: Option<String>,
+    #[serde(rename = "PrivateKeyBits", default)]
+    key_bits: Option<i64>,
 }
 
 fn yes() -> bool {
@@ -156,7 +162,27 @@ fn yes() -> bool {
 
 async fn rotate(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
     let req: Rotate = parse(&body)?;
-    c.rotate_ca(req.cross_sign).map_err(ApiError::from)?;
+    match (req.key_type, req.key_bits) {
+        (None, None) => c.rotate_ca(req.cross_sign),
+        (key_type, bits) => {
+            let key_type = key_type.unwrap_or_else(|| "ec".into());
+            let bits = bits.unwrap_or(if key_type == "rsa" { 2048 } else { 256 });
+            let Some(kind) = crate::ca::KeyKind::from_config(&key_type, bits) else {
+                return Ok((
+                    http::StatusCode::BAD_REQUEST,
+                    format!("unsupported key {key_type:?}/{bits}: ec 256/384 or rsa 2048/4096"),
+                )
+                    .into_response());
+            };
+            c.rotate_ca_to(kind, req.cross_sign)
+        }
+    }
+    .map_err(ApiError::from)?;
+    Ok(Json(true).into_response())
+}
+
+async fn rotate_intermediate(State(c): State<Control>) -> Result<Response, ApiError> {
+    c.rotate_intermediate().map_err(ApiError::from)?;
     Ok(Json(true).into_response())
 }
 

@@ -57,6 +57,8 @@ pub struct RootsView {
     pub pems: Vec<String>,
     /// `<cluster-id>.consul`.
     pub trust_domain: String,
+    /// The active root's `IntermediateCerts` (what a leaf's `CertPEM` carries after the leaf).
+    pub active_intermediates: Vec<String>,
 }
 
 /// The roots as `GET /v1/agent/connect/ca/roots` would list them, without a request (so the
@@ -72,6 +74,16 @@ pub fn roots(control: &Control) -> RootsView {
             .map(pem)
             .unwrap_or_default(),
         pems: roots.iter().map(pem).collect(),
+        active_intermediates: roots
+            .iter()
+            .find(|r| r["Active"] == json!(true))
+            .and_then(|r| r["IntermediateCerts"].as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
         trust_domain: body["TrustDomain"].as_str().unwrap_or_default().to_owned(),
     }
 }

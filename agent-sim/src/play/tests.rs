@@ -164,9 +164,16 @@ async fn steps_change_the_agent() {
     assert_eq!(names, [&json!("cache"), &json!("extra")]);
 
     let before = roots(&control);
-    play.apply_step(&control, &Step::RotateCa { cross_sign: true })
-        .await
-        .unwrap();
+    play.apply_step(
+        &control,
+        &Step::RotateCa {
+            cross_sign: true,
+            key_type: None,
+            key_bits: None,
+        },
+    )
+    .await
+    .unwrap();
     let after = roots(&control);
     assert_ne!(before.active_pem, after.active_pem);
     assert_eq!(after.pems.len(), 2);

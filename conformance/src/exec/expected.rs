@@ -86,6 +86,9 @@ pub(super) fn expected(
             service,
             root,
             differs_from_mark,
+            key_type,
+            key_bits,
+            full_chain,
         } => {
             let r = match root {
                 RootRef::Active => "the active root",
@@ -94,6 +97,16 @@ pub(super) fn expected(
             let mut t = format!("serves a leaf for svc/{service} chaining to {r}");
             if let Some(m) = differs_from_mark {
                 t.push_str(&format!(", not the one served at {m}"));
+            }
+            if key_type.is_some() || key_bits.is_some() {
+                t.push_str(&format!(
+                    ", with a {}{} key",
+                    key_type.as_deref().unwrap_or("any"),
+                    key_bits.map(|b| format!("-{b}")).unwrap_or_default()
+                ));
+            }
+            if *full_chain {
+                t.push_str(", presented with the active root's IntermediateCerts after it");
             }
             t
         }

@@ -86,8 +86,16 @@ impl Exec<'_> {
                 service,
                 root,
                 differs_from_mark,
+                key_type,
+                key_bits,
+                full_chain,
             } => {
-                self.observe_leaf(material, service, *root, differs_from_mark.as_deref())
+                let want = LeafWant {
+                    key_type: key_type.as_deref(),
+                    key_bits: *key_bits,
+                    full_chain: *full_chain,
+                };
+                self.observe_leaf(material, service, *root, differs_from_mark.as_deref(), want)
                     .await
             }
             Check::Upstream {
@@ -169,6 +177,7 @@ impl Exec<'_> {
         service: &str,
         root: RootRef,
         differs_from: Option<&str>,
+        want: LeafWant<'_>,
     ) -> Observation {
         let chain = match probe::served_chain(self.world.inbound_addr(), material).await {
             Ok(c) => c,
@@ -207,6 +216,14 @@ impl Exec<'_> {
                 Some(Some(_)) => {}
                 _ => problems.push(format!("no leaf was captured at {m}")),
             }
+        }
+        if let Some(p) = super::chain_check::key_problem(leaf, want.key_type, want.key_bits) {
+            problems.push(p);
+        }
+        if want.full_chain
+            && let Some(p) = super::chain_check::chain_problem(&chain, &roots.active_intermediates)
+        {
+            problems.push(p);
         }
         let serial = tls::serial(leaf);
         if problems.is_empty() {
@@ -280,4 +297,12 @@ impl Exec<'_> {
             format!("reached only {reached:?} in {tries} connections"),
         )
     }
+}
+
+/// The `served-leaf` expectations beyond name, root and freshness.
+#[derive(Debug, Clone, Copy)]
+struct LeafWant<'a> {
+    key_type: Option<&'a str>,
+    key_bits: Option<u32>,
+    full_chain: bool,
 }

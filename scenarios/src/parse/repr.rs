@@ -191,7 +191,12 @@ enum StepRepr {
     RotateCa {
         #[serde(default = "yes")]
         cross_sign: bool,
+        #[serde(default)]
+        key_type: Option<String>,
+        #[serde(default)]
+        key_bits: Option<u32>,
     },
+    RotateIntermediate {},
     Fault {
         fault: FaultSpec,
         #[serde(default, rename = "for")]
@@ -283,6 +288,12 @@ enum CheckRepr {
         root: RootRef,
         #[serde(default)]
         differs_from_mark: Option<String>,
+        #[serde(default)]
+        key_type: Option<String>,
+        #[serde(default)]
+        key_bits: Option<u32>,
+        #[serde(default)]
+        full_chain: bool,
     },
     Upstream {
         upstream: String,

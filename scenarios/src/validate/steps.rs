@@ -74,7 +74,10 @@ fn check_step<'a>(
             name_or_star(&at.key("destination"), destination)
         }
         Step::ConfigEntry { entry } => check_config_entry(&at.key("entry"), entry),
-        Step::RotateCa { .. } | Step::ClearFaults => Ok(()),
+        Step::RotateCa {
+            key_type, key_bits, ..
+        } => super::check_key_kind(at, key_type.as_deref(), *key_bits),
+        Step::RotateIntermediate | Step::ClearFaults => Ok(()),
         Step::Fault { for_, .. } => {
             if let Some(d) = for_ {
                 go_duration(&at.key("for"), d)?;

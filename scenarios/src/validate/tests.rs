@@ -413,3 +413,26 @@ fn socket_upstreams_and_modes() {
     assert_eq!(parse_socket_mode("0o755"), Some(0o755));
     assert_eq!(parse_socket_mode("1000"), None);
 }
+
+#[test]
+fn ca_setup_and_ca_steps() {
+    good("[setup.ca]\nkey_type = \"rsa\"\nkey_bits = 4096\nintermediate = true\n");
+    good("[setup.ca]\nkey_bits = 384\n");
+    good(
+        "[[steps]]\ndo = \"rotate-ca\"\nkey_type = \"rsa\"\n\n[[steps]]\ndo = \"rotate-intermediate\"\n",
+    );
+    good(&expect_step(
+        "{ kind = \"served-leaf\", key_type = \"ec\", key_bits = 384, full_chain = true }",
+    ));
+    let (f, m) = bad("[setup.ca]\nkey_type = \"dsa\"\n");
+    assert_eq!(f, "setup.ca.key_type");
+    assert!(m.contains("must be \"ec\" or \"rsa\""), "{m}");
+    let (f, m) = bad("[setup.ca]\nkey_type = \"rsa\"\nkey_bits = 1024\n");
+    assert_eq!(f, "setup.ca.key_bits");
+    assert_eq!(m, "rsa keys must have [2048, 4096] bits, not 1024");
+    let (f, m) = bad("[[steps]]\ndo = \"rotate-ca\"\nkey_bits = 521\n");
+    assert_eq!(f, "steps[0].key_bits");
+    assert_eq!(m, "ec keys must have [256, 384] bits, not 521");
+    let (f, _) = bad("[setup.ca]\nkey_size = 2048\n");
+    assert!(f.starts_with("setup.ca"), "{f}");
+}

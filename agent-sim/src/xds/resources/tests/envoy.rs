@@ -27,7 +27,7 @@ use prost::Message;
 use serde_json::json;
 
 use super::super::any;
-use super::{build, decode, proxy, sim};
+use super::{build, decode, proxy, sim, sim_from};
 use crate::control::Control;
 use crate::xds::types::{self, Resources, TlsMode};
 
@@ -372,4 +372,33 @@ fn envoy_accepts_router_and_splitter_routes() {
         )))
     );
     validate("router + splitter routes", &r).expect("envoy accepts");
+}
+
+/// Issue 10: an RSA CA in chain mode, after a rotation of the intermediate and a cross-signed
+/// rotation to P-384: Envoy loads the RSA/P-384 leaves with their whole chain (leaf, cross-signed
+/// root, intermediates) and every root, inline and as SDS secrets.
+#[test]
+fn envoy_accepts_rsa_and_p384_leaves_with_intermediate_chains() {
+    let c = sim_from(
+        crate::AgentSim::builder()
+            .seed(11)
+            .ca_key_kind(crate::ca::KeyKind::Rsa2048)
+            .ca_intermediate(true),
+    );
+    c.rotate_intermediate().expect("intermediate rotates");
+    for mode in [TlsMode::Inline, TlsMode::Sds] {
+        let r = build(&c, mode).resources;
+        validate(&format!("rsa chain ({})", mode.as_str()), &r).expect("envoy accepts");
+    }
+    c.rotate_ca_to(crate::ca::KeyKind::Ec384, true)
+        .expect("rotates to P-384");
+    for mode in [TlsMode::Inline, TlsMode::Sds] {
+        let r = build(&c, mode).resources;
+        let text = format!("{:?}", r.of(types::SECRET).count());
+        validate(
+            &format!("p384 chain ({}, {text} secrets)", mode.as_str()),
+            &r,
+        )
+        .expect("envoy accepts");
+    }
 }
