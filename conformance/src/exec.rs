@@ -6,6 +6,7 @@
 mod checks;
 mod expected;
 mod observe;
+mod streams;
 mod transparent;
 mod usage;
 mod wait;

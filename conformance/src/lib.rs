@@ -16,6 +16,7 @@ pub mod catalogue;
 pub mod cli;
 mod error;
 mod exec;
+mod grpc;
 pub mod manifest;
 mod netns;
 mod probe;

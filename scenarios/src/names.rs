@@ -6,6 +6,9 @@
 pub const FEATURES: &[&str] = &[
     "l4",
     "l7-http",
+    // HTTP/2 (ALPN h2, streams authorized one by one) and gRPC on top of it.
+    "l7-http2",
+    "l7-grpc",
     "upstreams",
     "discovery-chain",
     "persistent-connections",
@@ -59,6 +62,8 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "reject-hostname-endpoints",
     "ignore-app-socket",
     "drop-on-change",
+    "ignore-grpc-paths",
+    "drop-trailers",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that
