@@ -151,7 +151,7 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
                     "not a gRPC status code (0 to 16)",
                 ));
             }
-            check_streams(at, *streams, conn.is_some())
+            check_streams(at, *streams, conn.is_some() || upstream.is_some())
         }
         Check::ConnOpen { conn } | Check::ConnClosed { conn } => {
             if st.conns.contains_key(conn.as_str()) {
@@ -251,7 +251,7 @@ fn check_streams(at: &FieldPath, streams: Option<u32>, on_conn: bool) -> Result<
         Some(0) | Some(101..) => Err(FieldError::new(at.key("streams"), "must be 1 to 100")),
         Some(_) if !on_conn => Err(FieldError::new(
             at.key("streams"),
-            "concurrent streams need `conn` (an open HTTP/2 connection)",
+            "concurrent streams need one HTTP/2 connection: `conn` (or, for grpc, `upstream`)",
         )),
         Some(_) => Ok(()),
     }
