@@ -34,6 +34,8 @@ pub(crate) struct GrpcCall {
 pub(crate) struct H2Client {
     sender: SendRequest<Full<Bytes>>,
     pub(crate) closed: Arc<Closed>,
+    /// Added to every failed stream's text (e.g. that TLS negotiated no ALPN protocol).
+    note: Option<&'static str>,
     task: JoinHandle<()>,
 }
 
@@ -51,16 +53,19 @@ pub(crate) async fn connect_tls(
 ) -> Result<H2Client, String> {
     let (tls, _) = tls_connect_alpn(addr, identity, &[b"h2"]).await;
     let tls = tls?;
-    match tls.get_ref().1.alpn_protocol() {
-        Some(b"h2") | None => {}
+    let note = match tls.get_ref().1.alpn_protocol() {
+        Some(b"h2") => None,
+        None => Some("the proxy negotiated no ALPN protocol; HTTP/2 tried with prior knowledge"),
         Some(other) => {
             return Err(format!(
                 "ALPN chose {:?}, not h2",
                 String::from_utf8_lossy(other)
             ));
         }
-    }
-    handshake(tls).await
+    };
+    let mut client = handshake(tls).await?;
+    client.note = note;
+    Ok(client)
 }
 
 /// Cleartext HTTP/2 (prior knowledge) to a local listener, as the app behind the proxy.
@@ -107,6 +112,7 @@ where
     Ok(H2Client {
         sender,
         closed,
+        note: None,
         task,
     })
 }
@@ -217,7 +223,13 @@ impl H2Client {
             }
         }
         out.sort_by_key(|(i, _)| *i);
-        out.into_iter().map(|(_, r)| r).collect()
+        let note = self.note;
+        out.into_iter()
+            .map(|(_, r)| match (r, note) {
+                (Err(e), Some(n)) => Err(format!("{e} ({n})")),
+                (r, _) => r,
+            })
+            .collect()
     }
 }
 
