@@ -7,6 +7,7 @@ mod chain_check;
 mod checks;
 mod expected;
 mod observe;
+mod streams;
 mod transparent;
 mod usage;
 mod wait;

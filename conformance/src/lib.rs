@@ -17,6 +17,7 @@ pub mod cli;
 pub mod container;
 mod error;
 mod exec;
+mod grpc;
 pub mod manifest;
 mod netns;
 mod probe;

@@ -4,6 +4,7 @@
 //! Every probe has a deadline; none can hang a scenario.
 
 mod conn;
+mod h2;
 mod http;
 mod inbound;
 mod upstream;
@@ -21,6 +22,8 @@ use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
 pub(crate) use self::conn::Conn;
+pub(crate) use self::h2::describe as describe_streams;
+pub(crate) use self::h2::{GrpcCall, connect_plain as h2_plain, connect_tls as h2_tls};
 pub(crate) use self::http::{HttpProbe, one_shot as http_one_shot};
 pub(crate) use self::inbound::{Inbound, inbound, inbound_plain};
 pub(crate) use self::upstream::{listener_open, upstream_once};
@@ -49,9 +52,23 @@ pub(crate) async fn tls_connect(
     addr: SocketAddr,
     identity: Option<&ClientIdentity>,
 ) -> (Result<TlsStream<TcpStream>, String>, Arc<Captured>) {
+    tls_connect_alpn(addr, identity, &[]).await
+}
+
+/// [`tls_connect`] offering the ALPN protocols `alpn`.
+pub(crate) async fn tls_connect_alpn(
+    addr: SocketAddr,
+    identity: Option<&ClientIdentity>,
+    alpn: &[&[u8]],
+) -> (Result<TlsStream<TcpStream>, String>, Arc<Captured>) {
     let captured = Arc::new(Captured::default());
     let result = async {
-        let cfg = tls::client_config(identity, captured.clone()).map_err(|e| e.to_string())?;
+        let mut cfg = tls::client_config(identity, captured.clone()).map_err(|e| e.to_string())?;
+        if !alpn.is_empty() {
+            let mut c = (*cfg).clone();
+            c.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+            cfg = Arc::new(c);
+        }
         let tcp = dial(addr)
             .await
             .map_err(|e| format!("TCP connect failed: {e}"))?;

@@ -23,6 +23,8 @@ use agent_sim::play::{self, Play, Ports};
 use agent_sim::{AgentSim, Control, Listening};
 use scenarios::{InstanceSpec, Policy, Setup, Timeouts, TokenDelivery};
 
+#[cfg(test)]
+pub(crate) use self::apps::start as start_app;
 pub(crate) use self::apps::{App, AppBind, AppKind};
 pub(crate) use self::instances::Instances;
 pub(crate) use self::transparent::Pod;

@@ -115,6 +115,18 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/l7/l7-default-deny-fallthrough.toml"),
     ),
     (
+        "catalogue/l7/l7-grpc-method.toml",
+        include_str!("../catalogue/l7/l7-grpc-method.toml"),
+    ),
+    (
+        "catalogue/l7/l7-grpc-upstream.toml",
+        include_str!("../catalogue/l7/l7-grpc-upstream.toml"),
+    ),
+    (
+        "catalogue/l7/l7-http2-multiplexed-change.toml",
+        include_str!("../catalogue/l7/l7-http2-multiplexed-change.toml"),
+    ),
+    (
         "catalogue/l7/l7-path-method-header.toml",
         include_str!("../catalogue/l7/l7-path-method-header.toml"),
     ),

@@ -190,6 +190,11 @@ pub struct InstanceSpec {
     /// Register its address as this hostname instead of `127.0.0.1`.
     #[serde(default)]
     pub hostname: Option<String>,
+    /// What it serves: `tcp` (default: one token line, answered with its id), or `http2` /
+    /// `grpc` (HTTP/2 over mTLS, ALPN `h2`, answering gRPC calls with trailers; the service's
+    /// protocol must then be set by a `service-defaults` entry).
+    #[serde(default)]
+    pub protocol: Option<String>,
 }
 
 /// An intention in shorthand.
@@ -344,7 +349,8 @@ pub enum Step {
         conn: String,
         /// Who connects.
         identity: Identity,
-        /// `tcp` (bytes echoed) or `http` (a keep-alive HTTP/1.1 connection).
+        /// `tcp` (bytes echoed), `http` (a keep-alive HTTP/1.1 connection), or `http2` / `grpc`
+        /// (one HTTP/2 connection, ALPN `h2`, that carries many streams).
         #[serde(default)]
         protocol: ConnProtocol,
     },
@@ -374,6 +380,17 @@ pub enum ConnProtocol {
     Tcp,
     /// HTTP/1.1 keep-alive.
     Http,
+    /// One HTTP/2 connection (TLS ALPN `h2`); `http` and `grpc` checks run streams on it.
+    Http2,
+    /// The same HTTP/2 connection, named for gRPC use.
+    Grpc,
+}
+
+impl ConnProtocol {
+    /// Whether the connection is HTTP/2 (streams multiplexed on one connection).
+    pub fn is_http2(self) -> bool {
+        matches!(self, Self::Http2 | Self::Grpc)
+    }
 }
 
 /// A fault on the simulated agent.
@@ -456,6 +473,39 @@ pub enum Check {
         headers: BTreeMap<String, String>,
         /// Expected status: 200 from the app, or 403 from the proxy.
         status: u16,
+        /// On an HTTP/2 connection: run this many streams at once (default 1); every one must
+        /// answer `status`.
+        #[serde(default)]
+        streams: Option<u32>,
+    },
+    /// A unary gRPC call (HTTP/2): as `identity` on a new connection, on the named HTTP/2
+    /// connection, or from the app through the named upstream's local listener (cleartext
+    /// HTTP/2 to the proxy, which carries it over mTLS to an instance).
+    Grpc {
+        /// Who (a new mTLS connection to the public listener).
+        #[serde(default)]
+        identity: Option<Identity>,
+        /// A connection opened by an `open` step with `protocol = "http2"` or `"grpc"`.
+        #[serde(default)]
+        conn: Option<String>,
+        /// The upstream whose local listener the app calls.
+        #[serde(default)]
+        upstream: Option<String>,
+        /// `/package.Service/Method`.
+        path: String,
+        /// Request metadata (HTTP/2 headers).
+        #[serde(default)]
+        metadata: BTreeMap<String, String>,
+        /// Expected grpc-status code (0 OK, 7 PERMISSION_DENIED, ...); default 0.
+        #[serde(default)]
+        code: u32,
+        /// Trailers the answer must carry (name to value), e.g. the harness server's
+        /// `x-conformance-trailer = "kept"`.
+        #[serde(default)]
+        trailers: BTreeMap<String, String>,
+        /// Run this many calls at once on the connection (default 1); every one must match.
+        #[serde(default)]
+        streams: Option<u32>,
     },
     /// A connection opened earlier still carries bytes both ways.
     ConnOpen {

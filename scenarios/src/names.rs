@@ -6,6 +6,9 @@
 pub const FEATURES: &[&str] = &[
     "l4",
     "l7-http",
+    // HTTP/2 (ALPN h2, streams authorized one by one) and gRPC on top of it.
+    "l7-http2",
+    "l7-grpc",
     "upstreams",
     "discovery-chain",
     "persistent-connections",
@@ -63,6 +66,8 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "p256-only",
     "leaf-without-chain",
     "roots-only-verification",
+    "ignore-grpc-paths",
+    "drop-trailers",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

@@ -195,6 +195,9 @@ pub(crate) fn check_instance(
     {
         return Err(FieldError::new(at.key("hostname"), "must be a host name"));
     }
+    if let Some(p) = &inst.protocol {
+        one_of(&at.key("protocol"), p, &["tcp", "http2", "grpc"])?;
+    }
     Ok(())
 }
 

@@ -52,6 +52,7 @@ fn setup() -> Setup {
             identity: None,
             status: None,
             hostname: None,
+            protocol: None,
         }],
         intentions: vec![IntentionSpec {
             source: "web".into(),
@@ -246,6 +247,7 @@ fn registration_bodies_snapshot() {
                 identity: Some("web".into()),
                 status: Some("critical".into()),
                 hostname: Some("localhost".into()),
+                protocol: None,
             },
             "127.0.0.1",
             9301,

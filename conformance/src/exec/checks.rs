@@ -46,6 +46,12 @@ impl Exec<'_> {
                 identity: Some(identity),
                 conn: None,
                 ..
+            }
+            | Check::Grpc {
+                identity: Some(identity),
+                conn: None,
+                upstream: None,
+                ..
             } => self.identity(identity)?,
             Check::ServedLeaf { .. } => self.identity(&Identity::Service {
                 service: LEAF_PROBE_SERVICE.into(),

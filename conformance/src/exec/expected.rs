@@ -68,6 +68,7 @@ pub(super) fn expected(
             method,
             path,
             status,
+            streams,
             ..
         } => {
             let who = match (conn, identity) {
@@ -75,10 +76,44 @@ pub(super) fn expected(
                 (None, Some(i)) => format!("as {}", describe_identity(i)),
                 (None, None) => String::new(),
             };
+            let many = match streams {
+                Some(n) if *n > 1 => format!(", on each of {n} concurrent streams"),
+                _ => String::new(),
+            };
             format!(
-                "{} {path} {who} answers HTTP {status}",
+                "{} {path} {who} answers HTTP {status}{many}",
                 method.as_deref().unwrap_or("GET")
             )
+        }
+        Check::Grpc {
+            identity,
+            conn,
+            upstream,
+            path,
+            code,
+            trailers,
+            streams,
+            ..
+        } => {
+            let who = match (conn, upstream, identity) {
+                (Some(c), _, _) => format!("on HTTP/2 connection {c}"),
+                (None, Some(u), _) => {
+                    format!(
+                        "from the app through upstream {u}'s listener, to an instance over mTLS,"
+                    )
+                }
+                (None, None, Some(i)) => format!("as {}", describe_identity(i)),
+                _ => String::new(),
+            };
+            let mut t = format!("gRPC {path} {who} ends with grpc-status {code}");
+            if !trailers.is_empty() {
+                let kv: Vec<String> = trailers.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                t.push_str(&format!(" and trailers {}", kv.join(" ")));
+            }
+            if let Some(n) = streams.filter(|n| *n > 1) {
+                t.push_str(&format!(", on each of {n} concurrent streams"));
+            }
+            t
         }
         Check::ConnOpen { conn } => format!("connection {conn} still carries bytes both ways"),
         Check::ConnClosed { conn } => format!("connection {conn} closed by the proxy"),

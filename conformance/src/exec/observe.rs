@@ -45,6 +45,7 @@ impl Exec<'_> {
                 path,
                 headers,
                 status,
+                streams,
                 ..
             } => {
                 let req = HttpProbe {
@@ -54,15 +55,36 @@ impl Exec<'_> {
                 };
                 let got = match conn {
                     Some(c) => match self.conns.get_mut(c) {
-                        Some(c) => c.http(&req).await,
-                        None => Err(format!("connection {c} was never established")),
+                        Some(c) => c.http(&req, streams.unwrap_or(1)).await,
+                        None => vec![Err(format!("connection {c} was never established"))],
                     },
-                    None => probe::http_one_shot(inbound, material, &req).await,
+                    None => vec![probe::http_one_shot(inbound, material, &req).await],
                 };
-                match got {
-                    Ok(s) => Observation::new(s == *status, format!("HTTP {s}")),
-                    Err(e) => Observation::new(false, e),
-                }
+                let ok = got.iter().all(|r| r.as_ref() == Ok(status));
+                Observation::new(ok, probe::describe_streams(&got, |s| format!("HTTP {s}")))
+            }
+            Check::Grpc {
+                conn,
+                upstream,
+                path,
+                metadata,
+                code,
+                trailers,
+                streams,
+                ..
+            } => {
+                let want = super::streams::GrpcWant {
+                    code: *code,
+                    trailers,
+                };
+                self.observe_grpc(
+                    conn.as_deref(),
+                    upstream.as_deref(),
+                    (path, metadata),
+                    &want,
+                    (material, streams.unwrap_or(1)),
+                )
+                .await
             }
             Check::ConnOpen { conn } => match self.conns.get_mut(conn) {
                 None => Observation::new(false, format!("connection {conn} was never established")),

@@ -1,5 +1,5 @@
-//! Long-lived connections opened by `open` steps: raw bytes through to the echo app, or an
-//! HTTP/1.1 keep-alive connection. A background reader notices (and timestamps) the moment the
+//! Long-lived connections opened by `open` steps: raw bytes through to the echo app, an
+//! HTTP/1.1 keep-alive connection, or one HTTP/2 connection carrying many streams. A background reader notices (and timestamps) the moment the
 //! proxy closes the connection.
 
 use std::net::SocketAddr;
@@ -15,8 +15,10 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_rustls::client::TlsStream;
 
+use super::h2::{self, GrpcCall, H2Client};
 use super::http::{self, HttpClient, HttpProbe};
 use super::{ANSWER_TIMEOUT, tls_connect, token};
+use crate::grpc::Answer;
 
 /// When and how a connection ended.
 #[derive(Debug, Default)]
@@ -43,6 +45,8 @@ pub(crate) enum Conn {
     Tcp(TcpConn),
     /// HTTP/1.1 keep-alive.
     Http(HttpClient),
+    /// HTTP/2 (ALPN h2).
+    H2(H2Client),
 }
 
 /// A raw connection with a background reader.
@@ -64,6 +68,7 @@ impl std::fmt::Debug for Conn {
         match self {
             Self::Tcp(_) => f.write_str("Conn::Tcp"),
             Self::Http(_) => f.write_str("Conn::Http"),
+            Self::H2(_) => f.write_str("Conn::H2"),
         }
     }
 }
@@ -78,6 +83,9 @@ impl Conn {
     ) -> Result<Self, String> {
         match protocol {
             ConnProtocol::Http => Ok(Self::Http(http::connect(addr, identity).await?)),
+            ConnProtocol::Http2 | ConnProtocol::Grpc => {
+                Ok(Self::H2(h2::connect_tls(addr, identity).await?))
+            }
             ConnProtocol::Tcp => {
                 let (tls, _) = tls_connect(addr, identity).await;
                 let (mut read, writer) = tokio::io::split(tls?);
@@ -122,6 +130,17 @@ impl Conn {
                 };
                 http::send(&mut c.sender, &probe).await?;
             }
+            Self::H2(c) => {
+                let probe = HttpProbe {
+                    method: "GET".into(),
+                    path: "/conformance-keepalive".into(),
+                    headers: Default::default(),
+                };
+                c.http(&probe, 1)
+                    .await
+                    .pop()
+                    .unwrap_or(Err(String::new()))?;
+            }
             Self::Tcp(c) => {
                 let token = token();
                 c.writer
@@ -157,14 +176,27 @@ impl Conn {
         match self {
             Self::Tcp(c) => c.closed.get(),
             Self::Http(c) => c.closed.get(),
+            Self::H2(c) => c.closed.get(),
         }
     }
 
-    /// Sends a request on an HTTP connection.
-    pub(crate) async fn http(&mut self, probe: &HttpProbe) -> Result<u16, String> {
+    /// Sends a request on an HTTP connection (`n` concurrent streams on HTTP/2); each
+    /// request's status or error.
+    pub(crate) async fn http(&mut self, probe: &HttpProbe, n: u32) -> Vec<Result<u16, String>> {
         match self {
-            Self::Http(c) => http::send(&mut c.sender, probe).await,
-            Self::Tcp(_) => Err("the connection was opened with protocol tcp, not http".into()),
+            Self::Http(c) => vec![http::send(&mut c.sender, probe).await],
+            Self::H2(c) => c.http(probe, n).await,
+            Self::Tcp(_) => vec![Err(
+                "the connection was opened with protocol tcp, not http".into()
+            )],
+        }
+    }
+
+    /// `n` concurrent gRPC calls on an HTTP/2 connection.
+    pub(crate) async fn grpc(&mut self, call: &GrpcCall, n: u32) -> Vec<Result<Answer, String>> {
+        match self {
+            Self::H2(c) => c.grpc(call, n).await,
+            _ => vec![Err("the connection is not HTTP/2".into())],
         }
     }
 }

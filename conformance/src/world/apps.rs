@@ -1,8 +1,12 @@
 //! The harness-run application behind the proxy: a TCP echo app that records every byte it
-//! receives per connection (so "no byte reached the app" is checkable), or an HTTP/1.1 app
-//! answering `200` with the request path as body (recording each request line). It listens on
+//! receives per connection (so "no byte reached the app" is checkable), or an HTTP app
+//! (HTTP/1.1 or cleartext HTTP/2 with prior knowledge, detected per connection) answering
+//! `200` with the request path as body, and gRPC calls as `apps/h2.rs` says (recording each
+//! request line, one per stream). It listens on
 //! loopback, on every address (transparent mode: so a dial that escapes the capture would
 //! reach it), or on a unix socket.
+
+pub(crate) mod h2;
 
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -10,11 +14,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::Full;
+use hyper::Request;
 use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixListener};
@@ -27,7 +29,7 @@ use crate::error::Error;
 pub(crate) enum AppKind {
     /// Echo every byte.
     Echo,
-    /// HTTP/1.1, `200` with the path.
+    /// HTTP/1.1 or h2c, `200` with the path; gRPC calls answered with trailers.
     Http,
 }
 
@@ -187,20 +189,17 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let id = rec.open();
+    let server = Arc::new(h2::Server {
+        served_by: "app".into(),
+        client: None,
+    });
     let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
         let line = format!("{} {}\n", req.method(), req.uri());
         rec.add(id, line.as_bytes());
-        let body = req.uri().path().to_owned();
-        async move {
-            let resp = Response::builder()
-                .status(200)
-                .header("content-type", "text/plain")
-                .body(Full::new(Bytes::from(body)))
-                .unwrap_or_default();
-            Ok::<_, Infallible>(resp)
-        }
+        let server = server.clone();
+        async move { Ok::<_, Infallible>(h2::answer(req, &server).await) }
     });
-    let _ = hyper::server::conn::http1::Builder::new()
+    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
         .serve_connection(TokioIo::new(stream), svc)
         .await;
 }

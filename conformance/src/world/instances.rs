@@ -1,7 +1,9 @@
 //! Harness-run upstream instances: mTLS servers presenting a sim-issued leaf for their identity
 //! (an impostor presents another service's), requiring a client certificate chained to the
 //! sim's current roots. Per connection an instance reads one line (the probe's token), records
-//! which identity the client (the proxy) presented, and answers with its instance id.
+//! which identity the client (the proxy) presented, and answers with its instance id; an
+//! `http2`/`grpc` instance instead serves HTTP/2 (ALPN `h2`, or detected without ALPN) and
+//! answers every stream as `apps/h2.rs` says, recording each stream's `x-conformance-token`.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -17,7 +19,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
+use super::apps::h2;
 use crate::error::Error;
+use crate::grpc;
 use crate::netns::{NODE_IP, Node};
 use crate::tls;
 
@@ -98,11 +102,12 @@ pub(crate) async fn start(
         .map_err(|e| Error::io("read the instance address", e))?;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let failures = Arc::new(Mutex::new(Vec::new()));
+    let http2 = matches!(spec.protocol.as_deref(), Some("http2" | "grpc"));
     let task = tokio::spawn(serve(
         listener,
         control.clone(),
         leaf,
-        spec.id.clone(),
+        (spec.id.clone(), http2),
         seen.clone(),
         failures.clone(),
     ));
@@ -119,7 +124,7 @@ async fn serve(
     listener: TcpListener,
     control: Control,
     leaf: ClientIdentity,
-    id: String,
+    (id, http2): (String, bool),
     seen: Arc<Mutex<Vec<Seen>>>,
     failures: Arc<Mutex<Vec<String>>>,
 ) {
@@ -128,6 +133,11 @@ async fn serve(
         // Roots can rotate: build the verifier from the current ones for every connection.
         let roots = agent_sim::play::roots(&control).pems;
         let cfg = match tls::server_config(&leaf, &roots) {
+            Ok(c) if http2 => {
+                let mut c = (*c).clone();
+                c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+                Arc::new(c)
+            }
             Ok(c) => c,
             Err(e) => {
                 failures.lock().push(e.to_string());
@@ -136,7 +146,12 @@ async fn serve(
         };
         let (id, seen, failures) = (id.clone(), seen.clone(), failures.clone());
         conns.spawn(async move {
-            if let Err(e) = handle(stream, cfg, &id, &seen).await {
+            let r = if http2 {
+                handle_h2(stream, cfg, id, seen).await
+            } else {
+                handle(stream, cfg, &id, &seen).await
+            };
+            if let Err(e) = r {
                 failures.lock().push(e);
             }
         });
@@ -177,4 +192,50 @@ async fn handle(
         .map_err(|e| format!("write failed: {e}"))?;
     let _ = tls.shutdown().await;
     Ok(())
+}
+
+/// An HTTP/2 connection: every stream answered, its token recorded with the client identity.
+async fn handle_h2(
+    stream: TcpStream,
+    cfg: Arc<rustls::ServerConfig>,
+    id: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+) -> Result<(), String> {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    let tls = tokio::time::timeout(IO_TIMEOUT, TlsAcceptor::from(cfg).accept(stream))
+        .await
+        .map_err(|_| "handshake timed out".to_owned())?
+        .map_err(|e| format!("handshake failed: {e}"))?;
+    let presented = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .and_then(|c| tls::uri_sans(c).into_iter().next());
+    let server = Arc::new(h2::Server {
+        served_by: id,
+        client: presented
+            .as_deref()
+            .and_then(tls::spiffe_service)
+            .map(|(_, s)| s),
+    });
+    let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+        if let Some(token) = req
+            .headers()
+            .get(grpc::TOKEN_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            seen.lock().push(Seen {
+                token: token.to_owned(),
+                presented: presented.clone(),
+            });
+        }
+        let server = server.clone();
+        async move { Ok::<_, std::convert::Infallible>(h2::answer(req, &server).await) }
+    });
+    hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+        .serve_connection(TokioIo::new(tls), svc)
+        .await
+        .map_err(|e| format!("HTTP/2 connection failed: {e}"))
 }

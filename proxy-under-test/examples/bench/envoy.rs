@@ -20,15 +20,15 @@ pub(crate) struct Pem {
     pub(crate) key: String,
 }
 
-fn addr(a: SocketAddr) -> Value {
+pub(crate) fn addr(a: SocketAddr) -> Value {
     json!({"socket_address": {"address": a.ip().to_string(), "port_value": a.port()}})
 }
 
-fn admin(port: u16) -> Value {
+pub(crate) fn admin(port: u16) -> Value {
     json!({"address": addr(SocketAddr::from(([127, 0, 0, 1], port)))})
 }
 
-fn tls_certificates(leaf: &Pem) -> Value {
+pub(crate) fn tls_certificates(leaf: &Pem) -> Value {
     json!([{
         "certificate_chain": {"inline_string": leaf.chain},
         "private_key": {"inline_string": leaf.key}
@@ -46,7 +46,7 @@ fn tcp_proxy(stat_prefix: &str, cluster: &str) -> Value {
     })
 }
 
-fn static_cluster(name: &str, to: SocketAddr) -> Value {
+pub(crate) fn static_cluster(name: &str, to: SocketAddr) -> Value {
     json!({
         "name": name,
         "type": "STATIC",

@@ -6,7 +6,9 @@
 //! the two-sidecar hop client -> sidecar A (plain) -> mTLS -> sidecar B -> app for both the
 //! reference proxy and an Envoy pair. Prints Markdown tables.
 //!
-//! Run with `cargo run --release -p proxy-under-test --example bench [-- [MiB] [--envoy PATH]]`
+//! Run with `cargo run --release -p proxy-under-test --example bench [-- [MiB] [--envoy PATH]]`;
+//! `bench -- grpc [--envoy PATH]` measures gRPC unary calls through a sidecar pair instead
+//! (`grpc.rs`).
 //! (MiB streamed per round, default 1024; Envoy defaults to the workspace's
 //! `.tools/envoy-1.40.0/envoy/_bin/envoy`, and without it the Envoy paths are skipped). The
 //! proxies run in-process against an in-process agent-sim, Envoy as child processes with static
@@ -14,6 +16,8 @@
 //! 6 s each), so the whole run stays around a minute.
 
 mod envoy;
+mod envoy_grpc;
+mod grpc;
 mod setup;
 
 use std::net::SocketAddr;
@@ -282,9 +286,11 @@ fn main() -> Result<(), BoxError> {
     let mut mib = 1024;
     let mut envoy_bin = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../.tools/envoy-1.40.0/envoy/_bin/envoy");
+    let mut grpc = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
+            "grpc" => grpc = true,
             "--envoy" => envoy_bin = args.next().ok_or("--envoy needs a path")?.into(),
             n => mib = n.parse::<u64>().map_err(|e| format!("{n:?}: {e}"))?,
         }
@@ -297,7 +303,13 @@ fn main() -> Result<(), BoxError> {
         // Ctrl-C or SIGTERM ends the run; dropping the world kills the Envoy children.
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
-            r = run(mib, &envoy_bin) => r,
+            r = async {
+                if grpc {
+                    grpc::run(&envoy_bin).await
+                } else {
+                    run(mib, &envoy_bin).await
+                }
+            } => r,
             _ = tokio::signal::ctrl_c() => Err("interrupted".into()),
             _ = term.recv() => Err("terminated".into()),
         }

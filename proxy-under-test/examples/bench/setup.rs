@@ -24,7 +24,7 @@ pub(crate) struct World {
     _dir: tempfile::TempDir,
 }
 
-async fn free_addr() -> Result<SocketAddr, BoxError> {
+pub(crate) async fn free_addr() -> Result<SocketAddr, BoxError> {
     Ok(TcpListener::bind("127.0.0.1:0").await?.local_addr()?)
 }
 

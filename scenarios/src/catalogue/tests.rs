@@ -47,6 +47,9 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "l7-path-method-header",
             "l7-change-on-keepalive",
             "l7-default-deny-fallthrough",
+            "l7-grpc-method",
+            "l7-http2-multiplexed-change",
+            "l7-grpc-upstream",
         ],
     ),
     (

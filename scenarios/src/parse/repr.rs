@@ -274,6 +274,25 @@ enum CheckRepr {
         #[serde(default)]
         headers: BTreeMap<String, String>,
         status: u16,
+        #[serde(default)]
+        streams: Option<u32>,
+    },
+    Grpc {
+        #[serde(default, deserialize_with = "opt_identity")]
+        identity: Option<Identity>,
+        #[serde(default)]
+        conn: Option<String>,
+        #[serde(default)]
+        upstream: Option<String>,
+        path: String,
+        #[serde(default)]
+        metadata: BTreeMap<String, String>,
+        #[serde(default)]
+        code: u32,
+        #[serde(default)]
+        trailers: BTreeMap<String, String>,
+        #[serde(default)]
+        streams: Option<u32>,
     },
     ConnOpen {
         conn: String,

@@ -25,6 +25,7 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             path,
             headers,
             status,
+            streams,
         } => {
             match (identity, conn) {
                 (None, None) => {
@@ -41,8 +42,19 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
                 }
                 (Some(id), None) => check_identity(&at.key("identity"), id, st)?,
                 (None, Some(c)) => match st.conns.get(c.as_str()) {
-                    Some(ConnProtocol::Http) => {}
-                    Some(ConnProtocol::Tcp) => {
+                    Some(p) if p.is_http2() => {}
+                    Some(ConnProtocol::Http) => {
+                        if streams.is_some_and(|n| n > 1) {
+                            return Err(FieldError::new(
+                                at.key("streams"),
+                                format!(
+                                    "connection {c:?} is HTTP/1.1: one request at a time (open \
+                                     it with protocol = \"http2\" for concurrent streams)"
+                                ),
+                            ));
+                        }
+                    }
+                    Some(_) => {
                         return Err(FieldError::new(
                             at.key("conn"),
                             format!(
@@ -76,7 +88,70 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             if !(100..=599).contains(status) {
                 return Err(FieldError::new(at.key("status"), "not an HTTP status"));
             }
-            Ok(())
+            check_streams(at, *streams, conn.is_some())
+        }
+        Check::Grpc {
+            identity,
+            conn,
+            upstream,
+            path,
+            metadata,
+            code,
+            trailers,
+            streams,
+        } => {
+            match (identity, conn, upstream) {
+                (Some(id), None, None) => check_identity(&at.key("identity"), id, st)?,
+                (None, Some(c), None) => match st.conns.get(c.as_str()) {
+                    Some(p) if p.is_http2() => {}
+                    Some(p) => {
+                        return Err(FieldError::new(
+                            at.key("conn"),
+                            format!(
+                                "connection {c:?} was opened with protocol {:?}; a grpc check \
+                                 needs \"grpc\" or \"http2\"",
+                                format!("{p:?}").to_lowercase()
+                            ),
+                        ));
+                    }
+                    None => return Err(unknown_conn(&at.key("conn"), c)),
+                },
+                (None, None, Some(u)) => present_upstream(&at.key("upstream"), u, st)?,
+                _ => {
+                    return Err(FieldError::new(
+                        at.clone(),
+                        "a grpc check needs exactly one of `identity` (a new connection), \
+                         `conn` (an open HTTP/2 connection) or `upstream` (from the app)",
+                    ));
+                }
+            }
+            if !grpc_path(path) {
+                return Err(FieldError::new(
+                    at.key("path"),
+                    format!("{path:?} is not a gRPC method path (/package.Service/Method)"),
+                ));
+            }
+            for (key, map) in [("metadata", metadata), ("trailers", trailers)] {
+                for name in map.keys() {
+                    if name.is_empty()
+                        || !name
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    {
+                        return Err(FieldError::new(
+                            at.key(key).key(name),
+                            "not a gRPC metadata name (lower case letters, digits, '-')",
+                        ));
+                    }
+                }
+            }
+            if *code > 16 {
+                return Err(FieldError::new(
+                    at.key("code"),
+                    "not a gRPC status code (0 to 16)",
+                ));
+            }
+            check_streams(at, *streams, conn.is_some() || upstream.is_some())
         }
         Check::ConnOpen { conn } | Check::ConnClosed { conn } => {
             if st.conns.contains_key(conn.as_str()) {
@@ -167,6 +242,31 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             }
         }
     }
+}
+
+/// `streams` is 1 to 100, and more than 1 only on a named connection.
+fn check_streams(at: &FieldPath, streams: Option<u32>, on_conn: bool) -> Result<(), FieldError> {
+    match streams {
+        None | Some(1) => Ok(()),
+        Some(0) | Some(101..) => Err(FieldError::new(at.key("streams"), "must be 1 to 100")),
+        Some(_) if !on_conn => Err(FieldError::new(
+            at.key("streams"),
+            "concurrent streams need one HTTP/2 connection: `conn` (or, for grpc, `upstream`)",
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// `/package.Service/Method`: two non-empty segments of name characters.
+fn grpc_path(path: &str) -> bool {
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_')
+    };
+    path.strip_prefix('/')
+        .and_then(|p| p.split_once('/'))
+        .is_some_and(|(svc, method)| ok(svc) && ok(method))
 }
 
 fn needs_transparent(at: &FieldPath, st: &State<'_>, what: &str) -> Result<(), FieldError> {

@@ -1,6 +1,8 @@
 //! Tests of validation: each rule refuses what it should, names the field, and accepts the
 //! well-formed counterpart.
 
+mod h2;
+
 use super::*;
 use crate::model::{Generator, Profile};
 use crate::parse;

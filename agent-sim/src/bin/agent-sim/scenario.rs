@@ -280,6 +280,15 @@ fn describe(check: &Check) -> String {
                 method.as_deref().unwrap_or("GET")
             )
         }
+        Check::Grpc {
+            path,
+            code,
+            upstream,
+            ..
+        } => match upstream {
+            Some(u) => format!("carries the app's gRPC {path} through {u} (grpc-status {code})"),
+            None => format!("answers gRPC {path} with grpc-status {code}"),
+        },
         Check::ConnOpen { conn } => format!("keeps connection {conn} open"),
         Check::ConnClosed { conn } => format!("has closed connection {conn}"),
         Check::ServedLeaf { service, .. } => {

@@ -110,7 +110,7 @@ fn static_listener(mut l: Listener, routes: &[RouteConfiguration]) -> Listener {
 }
 
 /// Runs `envoy --mode validate` on the bootstrap; `Ok(false)` when skipped.
-fn validate(name: &str, r: &Resources) -> Result<bool, String> {
+pub(super) fn validate(name: &str, r: &Resources) -> Result<bool, String> {
     let Some(bin) = crate::xds::test_envoy::envoy_or_skip(&format!("envoy validation of {name}"))
     else {
         return Ok(false);
