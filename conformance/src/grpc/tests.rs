@@ -1,3 +1,5 @@
+//! Tests of the gRPC framing and status reading.
+
 use http::HeaderValue;
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Tests of the HTTP/2 probe against in-process h2/gRPC apps.
+
 use std::collections::BTreeMap;
 
 use super::*;
