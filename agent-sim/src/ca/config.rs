@@ -76,8 +76,11 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    /// The bootstrap config. Consul seeds the three TTLs; the key settings are listed too, as
-    /// the provider reports them.
+    /// The bootstrap config, as `RuntimeConfig.ConnectCAConfiguration` seeds it: exactly the
+    /// three TTLs (strings, `structs.DefaultLeafCertTTL` etc.) and `State` null (the consul
+    /// provider's `State()` is nil). The key settings appear only when they differ from the
+    /// provider's defaults (ec/256), as an operator's `connect.ca_config { private_key_type,
+    /// private_key_bits }` would add them (a string and an int).
     pub(crate) fn initial(cfg: &CaConfig, index: u64) -> Self {
         let mut raw = Map::new();
         raw.insert(
@@ -85,8 +88,10 @@ impl Settings {
             json!(compact_duration(cfg.intermediate_ttl)),
         );
         raw.insert("LeafCertTTL".into(), json!(compact_duration(cfg.leaf_ttl)));
-        raw.insert("PrivateKeyBits".into(), json!(cfg.key_kind.bits()));
-        raw.insert("PrivateKeyType".into(), json!(cfg.key_kind.key_type()));
+        if cfg.key_kind != KeyKind::default() {
+            raw.insert("PrivateKeyBits".into(), json!(cfg.key_kind.bits()));
+            raw.insert("PrivateKeyType".into(), json!(cfg.key_kind.key_type()));
+        }
         raw.insert("RootCertTTL".into(), json!(compact_duration(cfg.root_ttl)));
         Self {
             leaf_ttl: cfg.leaf_ttl,

@@ -271,3 +271,38 @@ fn other_rejections() {
         "error configuring provider: error decoding config: 1 error(s) decoding:\n\n* cannot parse 'RotateRoot' as bool: strconv.ParseBool: parsing \"maybe\": invalid syntax",
     );
 }
+
+/// A fresh agent reports exactly `RuntimeConfig.ConnectCAConfiguration`'s three TTLs (strings);
+/// a non-default key kind shows up as an operator's `ca_config` would put it (string + int),
+/// and putting the reported config back is Consul's no-op.
+#[test]
+fn bootstrap_config_has_consuls_keys_only() {
+    let mut ca = new_ca();
+    let config = ca.config_json()["Config"].clone();
+    let keys: Vec<&str> = config
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["IntermediateCertTTL", "LeafCertTTL", "RootCertTTL"]);
+    assert_eq!(config["LeafCertTTL"], "72h");
+    assert_eq!(config["IntermediateCertTTL"], "8760h");
+    assert_eq!(config["RootCertTTL"], "87600h");
+    assert_eq!(ca.config_json()["State"], Value::Null);
+    let same = json!({"Provider": "consul", "Config": config});
+    assert_eq!(put(&mut ca, &same, 30).unwrap(), UNCHANGED);
+
+    let cfg = crate::ca::CaConfig {
+        cluster_id: CLUSTER.into(),
+        key_kind: crate::ca::KeyKind::Ec384,
+        ..crate::ca::CaConfig::default()
+    };
+    let mut ca = Ca::new(cfg, T0, 8, &mut rng()).unwrap();
+    let config = ca.config_json()["Config"].clone();
+    assert_eq!(config["PrivateKeyType"], "ec");
+    assert_eq!(config["PrivateKeyBits"], 384);
+    assert_eq!(config.as_object().unwrap().len(), 5);
+    let same = json!({"Provider": "consul", "Config": config});
+    assert_eq!(put(&mut ca, &same, 30).unwrap(), UNCHANGED);
+}
