@@ -11,6 +11,7 @@ mod api {
     mod endpoints;
     mod faults;
     mod filter;
+    mod legacy_intentions;
     mod rotation;
     mod transparent;
     mod wire;
