@@ -9,6 +9,7 @@
 
 mod config;
 mod config_decode;
+mod csr_limit;
 mod encoding;
 mod forge;
 mod intermediate;
@@ -129,6 +130,9 @@ pub enum CaError {
     /// Certificate or key generation failed.
     #[error("certificate generation failed: {0}")]
     Crypto(String),
+    /// `CSRMaxPerSecond` exceeded (`ErrRateLimited`; the HTTP layer answers 429).
+    #[error("Rate limit reached, try again later")]
+    RateLimited,
 }
 
 impl CaError {
@@ -137,6 +141,7 @@ impl CaError {
     pub fn http_status(&self) -> u16 {
         match self {
             Self::Decode(_) => 400,
+            Self::RateLimited => 429,
             _ => 500,
         }
     }
@@ -172,6 +177,8 @@ pub struct Ca {
     foreign_trust_domain: String,
     /// Chain mode (simulator-only): every new root gets an intermediate that signs leaves.
     chain: bool,
+    /// `CSRMaxPerSecond` on leaf signing.
+    csr_limiter: csr_limit::CsrLimiter,
 }
 
 impl Ca {
@@ -237,6 +244,7 @@ impl Ca {
             },
             foreign_trust_domain: format!("{}.consul", random_uuid(rng)),
             chain: cfg.intermediate,
+            csr_limiter: csr_limit::CsrLimiter::default(),
         };
         if ca.chain {
             ca.attach_intermediate(0, now, rng)?;

@@ -8,6 +8,7 @@ mod api {
     mod bad_input;
     mod blocking;
     mod central;
+    mod csr_limit;
     mod endpoints;
     mod faults;
     mod filter;

@@ -69,6 +69,8 @@ pub(crate) struct Settings {
     pub(crate) identity: KeyIdentity,
     pub(crate) disable_cross_signing: bool,
     pub(crate) force_without_cross_signing: bool,
+    /// `CSRMaxPerSecond` (0: unlimited; Consul's `GetCommonConfig` has no default for it).
+    pub(crate) csr_max_per_second: f64,
     /// The `Config` map as last set; `GET` echoes it (Consul stores the map it was given).
     pub(crate) raw: Map<String, Value>,
     pub(crate) create_index: u64,
@@ -105,6 +107,7 @@ impl Settings {
             },
             disable_cross_signing: false,
             force_without_cross_signing: false,
+            csr_max_per_second: 0.0,
             raw,
             create_index: index,
             modify_index: index,
@@ -251,6 +254,7 @@ impl Ca {
         settings.intermediate_ttl = parsed.intermediate_ttl;
         settings.identity = identity;
         settings.disable_cross_signing = parsed.disable_cross_signing;
+        settings.csr_max_per_second = parsed.csr_max_per_second;
         settings.force_without_cross_signing = request.force_without_cross_signing;
         settings.raw = config;
         settings.modify_index = index;
@@ -258,6 +262,18 @@ impl Ca {
             rotated: rotate,
             changed: true,
         })
+    }
+}
+
+impl Ca {
+    /// Takes a `CSRMaxPerSecond` token for one leaf signing at `now` (see `csr_limit.rs`);
+    /// `CaError::RateLimited` when none is available within Consul's 500 ms wait.
+    pub(crate) fn take_csr_token(&mut self, now: OffsetDateTime) -> Result<(), CaError> {
+        if self.csr_limiter.take(self.settings.csr_max_per_second, now) {
+            Ok(())
+        } else {
+            Err(CaError::RateLimited)
+        }
     }
 }
 

@@ -306,3 +306,24 @@ fn bootstrap_config_has_consuls_keys_only() {
     let same = json!({"Provider": "consul", "Config": config});
     assert_eq!(put(&mut ca, &same, 30).unwrap(), UNCHANGED);
 }
+
+/// `CSRMaxPerSecond`: burst 1, a token may be waited for up to 500 ms, otherwise
+/// `Rate limit reached, try again later` (429); absent or 0 means unlimited.
+#[test]
+fn csr_max_per_second_limits_signing() {
+    let mut ca = new_ca();
+    for _ in 0..100 {
+        assert!(ca.take_csr_token(T1).is_ok(), "no limit by default");
+    }
+    let body = json!({"Provider": "consul", "Config": {"CSRMaxPerSecond": 1}});
+    put(&mut ca, &body, 30).unwrap();
+    assert!(ca.take_csr_token(T1).is_ok());
+    let err = ca.take_csr_token(T1).unwrap_err();
+    assert_eq!(err.to_string(), "Rate limit reached, try again later");
+    assert_eq!(err.http_status(), 429);
+    let later = T1 + std::time::Duration::from_millis(600);
+    assert!(ca.take_csr_token(later).is_ok(), "within the 500 ms wait");
+    assert!(ca.take_csr_token(later).is_err());
+    let much_later = T1 + std::time::Duration::from_secs(5);
+    assert!(ca.take_csr_token(much_later).is_ok());
+}
