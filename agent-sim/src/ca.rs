@@ -110,6 +110,10 @@ pub enum CaError {
         "could not initialize provider: the simulator only runs the \"consul\" CA provider, not {0:?}"
     )]
     UnsupportedProvider(String),
+    /// An error Consul's CA manager returns without a prefix (e.g. `connect.ParseCert`'s
+    /// `no PEM-encoded data found` for a bad `RootCert`).
+    #[error("{0}")]
+    Provider(String),
     /// The provider config failed decoding or validation (Consul's texts after the prefix).
     #[error("error configuring provider: {0}")]
     InvalidConfig(String),

@@ -235,7 +235,13 @@ impl Ca {
             let kind = KeyKind::from_config(&parsed.key_type, parsed.key_bits).unwrap_or_default();
             let key = if parsed.private_key.is_empty() {
                 super::keys::generate_kind(kind)?
+            } else if parsed.root_cert.is_empty() {
+                // Consul parses the key only to generate the root (`generateCA`).
+                import_key_for_new_root(&parsed.private_key)?
             } else {
+                // Consul checks the certificate's PEM first (`newCARoot`), and never parses
+                // the key at this point: a bad key with a cert is a sim-only refusal.
+                check_root_cert_pem(&parsed.root_cert)?;
                 super::keys::import_pem(&parsed.private_key)?
             };
             let root_cert = (!parsed.root_cert.is_empty()).then_some(parsed.root_cert.as_str());
@@ -275,6 +281,48 @@ impl Ca {
             Err(CaError::RateLimited)
         }
     }
+}
+
+/// The PEM label of the first block (`pem.Decode`), if any.
+fn first_pem_label(pem: &str) -> Option<&str> {
+    let start = pem.find("-----BEGIN ")? + "-----BEGIN ".len();
+    let rest = &pem[start..];
+    let end = rest.find("-----")?;
+    let label = &rest[..end];
+    rest[end..]
+        .contains(&format!("-----END {label}-----"))
+        .then_some(label)
+}
+
+/// `connect.ParseCert`'s texts for a `RootCert` (returned unwrapped by `primaryUpdateRootCA`).
+fn check_root_cert_pem(pem: &str) -> Result<(), CaError> {
+    match first_pem_label(pem) {
+        None => Err(CaError::Provider("no PEM-encoded data found".into())),
+        Some("CERTIFICATE") => Ok(()),
+        Some(_) => Err(CaError::Provider(
+            "first PEM-block should be CERTIFICATE type".into(),
+        )),
+    }
+}
+
+/// A `PrivateKey` without `RootCert`: `connect.ParseSigner`'s texts, wrapped as
+/// `primaryUpdateRootCA` and `GenerateCAChain` wrap them.
+fn import_key_for_new_root(pem: &str) -> Result<rcgen::KeyPair, CaError> {
+    let wrap = |inner: String| {
+        CaError::Provider(format!(
+            "error generating CA root certificate: error generating CA: {inner}"
+        ))
+    };
+    match first_pem_label(pem) {
+        None => return Err(wrap("no PEM-encoded data found".into())),
+        Some("EC PRIVATE KEY" | "RSA PRIVATE KEY" | "PRIVATE KEY") => {}
+        Some(other) => {
+            return Err(wrap(format!(
+                "unknown PEM block type for signing key: {other}"
+            )));
+        }
+    }
+    super::keys::import_pem(pem)
 }
 
 /// mapstructure's multi-error text, wrapped as `ParseConsulCAConfig` wraps it.

@@ -259,7 +259,20 @@ fn other_rejections() {
     let pem = crate::ca::keys::private_key_pem(&crate::ca::keys::generate().unwrap()).unwrap();
     rejects(
         &json!({"Provider": "consul", "Config": {"RootCert": "x", "PrivateKey": pem}}),
-        "error configuring provider: error parsing root cert: no PEM-encoded data found",
+        "no PEM-encoded data found",
+    );
+    rejects(
+        &json!({"Provider": "consul", "Config": {"RootCert": pem.clone(), "PrivateKey": pem}}),
+        "first PEM-block should be CERTIFICATE type",
+    );
+    rejects(
+        &json!({"Provider": "consul", "Config": {"PrivateKey": "x"}}),
+        "error generating CA root certificate: error generating CA: no PEM-encoded data found",
+    );
+    let cert = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+    rejects(
+        &json!({"Provider": "consul", "Config": {"PrivateKey": cert}}),
+        "error generating CA root certificate: error generating CA: unknown PEM block type for signing key: CERTIFICATE",
     );
     let err = rejects(
         &json!({"Provider": "consul", "Config": "x"}),
