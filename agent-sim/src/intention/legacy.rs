@@ -32,6 +32,32 @@ fn find(entries: &ConfigEntries, id: &str) -> Option<(ServiceIntentions, usize)>
     })
 }
 
+/// go-memdb's `UUIDFieldIndex.FromArgs` on the ID (the legacy-ID index), wrapped as
+/// `configIntentionGetTxn` wraps it.
+fn check_uuid(id: &str) -> Result<(), String> {
+    let fail = |m: String| Err(format!("failed config entry lookup: {m}"));
+    if id.len() != 36 {
+        return fail("UUID must be 36 characters".into());
+    }
+    let hyphens = id.matches('-').count();
+    if hyphens > 4 {
+        return fail(format!(
+            "UUID should have maximum of 4 \"-\"; got {hyphens}"
+        ));
+    }
+    let hex: String = id.chars().filter(|c| *c != '-').collect();
+    if hex.len() % 2 != 0 {
+        return fail("Input (without hyphens) must be even length".into());
+    }
+    if let Some(bad) = hex.chars().find(|c| !c.is_ascii_hexdigit()) {
+        return fail(format!(
+            "Invalid UUID: encoding/hex: invalid byte: U+{:04X} '{bad}'",
+            u32::from(bad)
+        ));
+    }
+    Ok(())
+}
+
 /// `checkLegacyIntentionApplyAllowed`: every source of the entry must have a legacy ID.
 fn check_legacy_allowed(entry: &ServiceIntentions) -> Result<(), IntentionError> {
     if entry.sources.iter().all(|s| !s.legacy_id.is_empty()) {
@@ -154,6 +180,8 @@ pub fn legacy_get(
     id: &str,
     can_read: &dyn Fn(&str, &str) -> bool,
 ) -> Result<Intention, IntentionError> {
+    // The handler turns an error mentioning "UUID" into a 400.
+    check_uuid(id).map_err(IntentionError::BadRequest)?;
     let (entry, idx) =
         find(entries, id).ok_or_else(|| IntentionError::NotFound(NOT_FOUND.into()))?;
     let ixn = Intention::from_source(&entry, idx)
@@ -174,6 +202,7 @@ pub fn legacy_update(
     index: u64,
     can_write: &dyn Fn(&str) -> bool,
 ) -> Result<(), IntentionError> {
+    check_uuid(id).map_err(|e| internal(format!("Intention lookup failed: {e}")))?;
     let Some((mut entry, idx)) = find(entries, id) else {
         return Err(internal(format!(
             "Cannot modify non-existent intention: '{id}'"
@@ -207,6 +236,7 @@ pub fn legacy_delete(
     index: u64,
     can_write: &dyn Fn(&str) -> bool,
 ) -> Result<(), IntentionError> {
+    check_uuid(id).map_err(|e| internal(format!("Intention lookup failed: {e}")))?;
     let Some((mut entry, idx)) = find(entries, id) else {
         return Err(internal(format!(
             "Cannot delete non-existent intention: '{id}'"

@@ -136,8 +136,38 @@ async fn consuls_texts_for_bad_legacy_writes() {
     let r = a.put("/v1/connect/intentions/nope", WEB_DB).await;
     assert_eq!(
         (r.status, r.text.as_str()),
-        (500, "Cannot modify non-existent intention: 'nope'")
+        (
+            500,
+            "Intention lookup failed: failed config entry lookup: UUID must be 36 characters"
+        )
     );
+    let absent = "11111111-2222-3333-4444-555555555555";
+    let r = a
+        .put(&format!("/v1/connect/intentions/{absent}"), WEB_DB)
+        .await;
+    assert_eq!(r.status, 500);
+    assert_eq!(
+        r.text,
+        format!("Cannot modify non-existent intention: '{absent}'")
+    );
+    let r = a.get("/v1/connect/intentions/nope").await;
+    assert_eq!(
+        (r.status, r.text.as_str()),
+        (
+            400,
+            "failed config entry lookup: UUID must be 36 characters"
+        )
+    );
+    let r = a
+        .get("/v1/connect/intentions/gggggggg-2222-3333-4444-555555555555")
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.text,
+        "failed config entry lookup: Invalid UUID: encoding/hex: invalid byte: U+0067 'g'"
+    );
+    let r = a.get(&format!("/v1/connect/intentions/{absent}")).await;
+    assert_eq!((r.status, r.text.as_str()), (404, "Intention not found"));
 
     // A destination written through config entries has ID-less sources: the legacy API may
     // not edit it, and its intentions report no ID.
