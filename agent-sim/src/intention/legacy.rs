@@ -46,7 +46,7 @@ fn check_uuid(id: &str) -> Result<(), String> {
         ));
     }
     let hex: String = id.chars().filter(|c| *c != '-').collect();
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return fail("Input (without hyphens) must be even length".into());
     }
     if let Some(bad) = hex.chars().find(|c| !c.is_ascii_hexdigit()) {
