@@ -41,3 +41,6 @@ impl CsrLimiter {
         true
     }
 }
+
+#[cfg(test)]
+mod tests;
