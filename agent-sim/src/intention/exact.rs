@@ -114,9 +114,9 @@ pub(super) struct IntentionBody {
     #[serde(rename = "DestinationName")]
     pub(super) destination_name: String,
     #[serde(rename = "SourcePartition")]
-    _source_partition: String,
+    pub(super) source_partition: String,
     #[serde(rename = "DestinationPartition")]
-    _destination_partition: String,
+    pub(super) destination_partition: String,
     #[serde(rename = "SourcePeer")]
     pub(super) source_peer: String,
     #[serde(rename = "SourceSamenessGroup")]

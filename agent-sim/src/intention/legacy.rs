@@ -80,8 +80,17 @@ pub fn parse_body(body: &[u8], create: bool) -> Result<IntentionBodyView, Intent
         }
         other => other,
     })?;
-    // The partition fields are decoded but not kept by `IntentionBody`; a CE body that names
-    // one other than `default` is refused by the decoder's namespace check below.
+    let bad_partition = |p: &str| !p.is_empty() && p != "default";
+    if bad_partition(&ixn.destination_partition) {
+        return Err(IntentionError::BadRequest(
+            "Cannot specify a destination partition with this endpoint".into(),
+        ));
+    }
+    if bad_partition(&ixn.source_partition) {
+        return Err(IntentionError::BadRequest(
+            "Cannot specify a source partition with this endpoint".into(),
+        ));
+    }
     for (field, ns) in [
         ("SourceNS", &ixn.source_ns),
         ("DestinationNS", &ixn.destination_ns),

@@ -32,7 +32,14 @@ async fn create_get_update_delete_by_id() {
     assert_eq!(ixn["DestinationName"], "db");
     assert_eq!(ixn["Action"], "allow");
     assert_eq!(ixn["Meta"]["team"], "a");
-    assert!(ixn["CreatedAt"].is_string(), "{ixn}");
+    let created = ixn["CreatedAt"].as_str().unwrap_or_default();
+    assert!(
+        time::OffsetDateTime::parse(created, &time::format_description::well_known::Rfc3339)
+            .is_ok()
+            && created.ends_with('Z'),
+        "Go's RFC 3339 UTC time: {ixn}"
+    );
+    assert_eq!(ixn["UpdatedAt"], ixn["CreatedAt"]);
     let keys: Vec<&String> = ixn.as_object().unwrap().keys().collect();
     assert_eq!(keys[..3], ["CreatedAt", "UpdatedAt", "ID"], "{ixn}");
 
@@ -126,6 +133,29 @@ async fn consuls_texts_for_bad_legacy_writes() {
         .await;
     assert_eq!(r.status, 500);
     assert_eq!(r.text, "Sources[0].Action must be set to 'allow' or 'deny'");
+    let r = a
+        .post(
+            "/v1/connect/intentions",
+            r#"{"SourceName":"web","DestinationName":"db","Action":"allow","DestinationPartition":"eu"}"#,
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.text.as_str()),
+        (
+            400,
+            "Cannot specify a destination partition with this endpoint"
+        )
+    );
+    let r = a
+        .post(
+            "/v1/connect/intentions",
+            r#"{"SourceName":"web","SourcePeer":"other","DestinationName":"db","Action":"allow"}"#,
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.text.as_str()),
+        (500, "Sources[0].Peer cannot be set by legacy intentions")
+    );
     let r = a.post("/v1/connect/intentions", "{").await;
     assert_eq!(r.status, 500);
     assert!(
