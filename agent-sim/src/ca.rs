@@ -9,6 +9,7 @@
 
 mod config;
 mod config_decode;
+mod csr_limit;
 mod encoding;
 mod forge;
 mod intermediate;
@@ -109,6 +110,10 @@ pub enum CaError {
         "could not initialize provider: the simulator only runs the \"consul\" CA provider, not {0:?}"
     )]
     UnsupportedProvider(String),
+    /// An error Consul's CA manager returns without a prefix (e.g. `connect.ParseCert`'s
+    /// `no PEM-encoded data found` for a bad `RootCert`).
+    #[error("{0}")]
+    Provider(String),
     /// The provider config failed decoding or validation (Consul's texts after the prefix).
     #[error("error configuring provider: {0}")]
     InvalidConfig(String),
@@ -129,6 +134,9 @@ pub enum CaError {
     /// Certificate or key generation failed.
     #[error("certificate generation failed: {0}")]
     Crypto(String),
+    /// `CSRMaxPerSecond` exceeded (`ErrRateLimited`; the HTTP layer answers 429).
+    #[error("Rate limit reached, try again later")]
+    RateLimited,
 }
 
 impl CaError {
@@ -137,6 +145,7 @@ impl CaError {
     pub fn http_status(&self) -> u16 {
         match self {
             Self::Decode(_) => 400,
+            Self::RateLimited => 429,
             _ => 500,
         }
     }
@@ -172,6 +181,8 @@ pub struct Ca {
     foreign_trust_domain: String,
     /// Chain mode (simulator-only): every new root gets an intermediate that signs leaves.
     chain: bool,
+    /// `CSRMaxPerSecond` on leaf signing.
+    csr_limiter: csr_limit::CsrLimiter,
 }
 
 impl Ca {
@@ -237,6 +248,7 @@ impl Ca {
             },
             foreign_trust_domain: format!("{}.consul", random_uuid(rng)),
             chain: cfg.intermediate,
+            csr_limiter: csr_limit::CsrLimiter::default(),
         };
         if ca.chain {
             ca.attach_intermediate(0, now, rng)?;

@@ -5,6 +5,7 @@
 
 mod decide;
 mod exact;
+mod legacy;
 mod names;
 
 #[cfg(test)]
@@ -24,12 +25,22 @@ use crate::config_entry::{
 
 pub use decide::{Action, Decision, DefaultPolicy, authorize, authorize_matched, check};
 pub use exact::{exact_delete, exact_get, exact_put};
+pub use legacy::{
+    IntentionBodyView, legacy_create, legacy_delete, legacy_get, legacy_update, parse_body,
+};
 use names::{check_namespace, check_partition, parse_component};
 
 /// One intention in the shape the intention APIs return (reference §4 key order).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Intention {
-    /// Only legacy (UUID) intentions have one; never set by this simulator.
+    /// Legacy-API intentions only: the source's `LegacyCreateTime`.
+    #[serde(rename = "CreatedAt", skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<Value>,
+    /// Legacy-API intentions only: the source's `LegacyUpdateTime`.
+    #[serde(rename = "UpdatedAt", skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<Value>,
+    /// Only intentions created through the legacy API (`POST /v1/connect/intentions`) have one
+    /// (the source's `LegacyID`); config-entry writes clear it, as in Consul.
     #[serde(rename = "ID", skip_serializing_if = "String::is_empty")]
     pub id: String,
     #[serde(rename = "Description", skip_serializing_if = "String::is_empty")]
@@ -79,8 +90,11 @@ pub struct Intention {
 impl Intention {
     fn from_source(entry: &ServiceIntentions, idx: usize) -> Option<Self> {
         let src = entry.sources.get(idx)?;
+        let legacy = !src.legacy_id.is_empty();
         Some(Self {
-            id: String::new(),
+            created_at: src.legacy_create_time.clone().filter(|_| legacy),
+            updated_at: src.legacy_update_time.clone().filter(|_| legacy),
+            id: src.legacy_id.clone(),
             description: src.description.clone(),
             source_ns: "default".into(),
             source_name: src.name.clone(),
@@ -94,7 +108,12 @@ impl Intention {
             action: src.action.clone(),
             permissions: src.permissions.clone(),
             jwt: entry.jwt.clone(),
-            meta: entry.meta.clone(),
+            // `ToIntention`: a legacy intention carries its own meta.
+            meta: if legacy {
+                src.legacy_meta.clone()
+            } else {
+                entry.meta.clone()
+            },
             precedence: src.precedence,
             create_index: entry.create_index,
             modify_index: entry.modify_index,
@@ -215,6 +234,9 @@ pub enum IntentionError {
     /// HTTP 404.
     #[error("{0}")]
     NotFound(String),
+    /// HTTP 403, `acl.ErrPermissionDenied`.
+    #[error("Permission denied")]
+    PermissionDenied,
     /// HTTP 400, strict body decoding.
     #[error("Request decode failed: {0}")]
     Decode(String),

@@ -8,9 +8,11 @@ mod api {
     mod bad_input;
     mod blocking;
     mod central;
+    mod csr_limit;
     mod endpoints;
     mod faults;
     mod filter;
+    mod legacy_intentions;
     mod rotation;
     mod transparent;
     mod wire;

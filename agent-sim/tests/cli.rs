@@ -95,3 +95,83 @@ fn plays_a_scenario_and_prints_what_a_proxy_should_do() {
     assert!(out.contains("a correct proxy now:"), "{out}");
     assert!(out.contains("agent: intention web → db: deny"), "{out}");
 }
+
+#[test]
+fn bad_ca_key_flags_are_clear_errors() {
+    let (code, _, err) = agent_sim(&["--ca-key-type", "ec", "--ca-key-bits", "2048"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("--ca-key-bits 2048 is not valid for --ca-key-type ec"),
+        "{err}"
+    );
+    let (code, _, err) = agent_sim(&["--ca-key-type", "rsa", "--ca-key-bits", "1024"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("(ec: 256 or 384; rsa: 2048 or 4096)"), "{err}");
+    let (code, _, err) = agent_sim(&["--ca-key-bits", "521"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("not valid for --ca-key-type ec"), "{err}");
+    let (code, _, err) = agent_sim(&["--ca-key-type", "dsa"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("invalid value 'dsa' for '--ca-key-type"),
+        "{err}"
+    );
+}
+
+/// `--ca-key-type rsa --ca-intermediate` reaches the CA: an RSA root with an intermediate, and
+/// the configuration reports the key settings as an operator's `ca_config` would.
+#[test]
+fn ca_flags_reach_the_ca() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-sim"))
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--grpc-listen",
+            "off",
+            "--ca-key-type",
+            "rsa",
+            "--ca-intermediate",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("agent-sim starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut addr = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("stdout line");
+        if let Some(a) = line.strip_prefix("agent-sim listening on http://") {
+            addr = Some(a.to_owned());
+            break;
+        }
+    }
+    let get = |addr: &str, path: &str| -> serde_json::Value {
+        let mut s = std::net::TcpStream::connect(addr).expect("connect");
+        write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("write");
+        let mut text = String::new();
+        s.read_to_string(&mut text).expect("read");
+        let body = text.split_once("\r\n\r\n").expect("head and body").1;
+        serde_json::from_str(body).expect("JSON body")
+    };
+    let result = addr.map(|a| {
+        (
+            get(&a, "/v1/connect/ca/roots"),
+            get(&a, "/v1/connect/ca/configuration"),
+        )
+    });
+    child.kill().expect("kill agent-sim");
+    child.wait().expect("reap agent-sim");
+    let (roots, config) = result.expect("agent-sim printed its address");
+    let root = &roots["Roots"][0];
+    assert_eq!(root["PrivateKeyType"], "rsa", "{roots}");
+    assert_eq!(root["PrivateKeyBits"], 2048, "{roots}");
+    assert_eq!(
+        root["IntermediateCerts"].as_array().map(Vec::len),
+        Some(1),
+        "{roots}"
+    );
+    assert_eq!(config["Config"]["PrivateKeyType"], "rsa", "{config}");
+    assert_eq!(config["Config"]["PrivateKeyBits"], 2048, "{config}");
+}

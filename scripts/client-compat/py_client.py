@@ -174,6 +174,24 @@ def wire():
     check("Meta keys in Go (sorted) order", text.index('"a": "1"') < text.index('"b": "2"'), text)
 
 
+def ca_rotation():
+    # A fresh agent reports exactly Consul's bootstrap config; an operator then rotates to RSA
+    # through the client's own update call, and new leaves follow the new root.
+    conf = c.connect.ca.configuration()
+    check("CA configuration holds exactly Consul's three TTLs",
+          conf["Config"] == {"IntermediateCertTTL": "8760h", "LeafCertTTL": "72h", "RootCertTTL": "87600h"}
+          and conf["State"] is None, conf)
+    old_active = c.connect.ca.roots()["ActiveRootID"]
+    c.connect.ca.update_configuration("consul", dict(conf["Config"], PrivateKeyType="rsa", PrivateKeyBits=2048))
+    roots = c.connect.ca.roots()
+    active = [r for r in roots["Roots"] if r["ID"] == roots["ActiveRootID"]]
+    check("rotation to RSA: a new active RSA-2048 root, the old one still trusted",
+          roots["ActiveRootID"] != old_active and len(roots["Roots"]) == 2
+          and active and active[0]["PrivateKeyType"] == "rsa" and active[0]["PrivateKeyBits"] == 2048, roots)
+    leaf = c.agent.connect.ca.leaf("web")
+    check("leaf after rotation is RSA", "BEGIN RSA PRIVATE KEY" in leaf["PrivateKeyPEM"], leaf.get("PrivateKeyPEM", "")[:40])
+
+
 step("agent", agent)
 step("catalog", catalog)
 step("ca", ca)
@@ -181,6 +199,7 @@ step("intentions", intentions)
 step("config entries", config_entries)
 step("blocking", blocking)
 step("wire", wire)
+step("ca rotation", ca_rotation)
 c.agent.service.deregister("web-1-sidecar-proxy")
 c.agent.service.deregister("web-1")
 print(json.dumps({"client": "py-consul", "failures": failures}))

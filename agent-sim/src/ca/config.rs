@@ -69,6 +69,8 @@ pub(crate) struct Settings {
     pub(crate) identity: KeyIdentity,
     pub(crate) disable_cross_signing: bool,
     pub(crate) force_without_cross_signing: bool,
+    /// `CSRMaxPerSecond` (0: unlimited; Consul's `GetCommonConfig` has no default for it).
+    pub(crate) csr_max_per_second: f64,
     /// The `Config` map as last set; `GET` echoes it (Consul stores the map it was given).
     pub(crate) raw: Map<String, Value>,
     pub(crate) create_index: u64,
@@ -76,8 +78,11 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    /// The bootstrap config. Consul seeds the three TTLs; the key settings are listed too, as
-    /// the provider reports them.
+    /// The bootstrap config, as `RuntimeConfig.ConnectCAConfiguration` seeds it: exactly the
+    /// three TTLs (strings, `structs.DefaultLeafCertTTL` etc.) and `State` null (the consul
+    /// provider's `State()` is nil). The key settings appear only when they differ from the
+    /// provider's defaults (ec/256), as an operator's `connect.ca_config { private_key_type,
+    /// private_key_bits }` would add them (a string and an int).
     pub(crate) fn initial(cfg: &CaConfig, index: u64) -> Self {
         let mut raw = Map::new();
         raw.insert(
@@ -85,8 +90,10 @@ impl Settings {
             json!(compact_duration(cfg.intermediate_ttl)),
         );
         raw.insert("LeafCertTTL".into(), json!(compact_duration(cfg.leaf_ttl)));
-        raw.insert("PrivateKeyBits".into(), json!(cfg.key_kind.bits()));
-        raw.insert("PrivateKeyType".into(), json!(cfg.key_kind.key_type()));
+        if cfg.key_kind != KeyKind::default() {
+            raw.insert("PrivateKeyBits".into(), json!(cfg.key_kind.bits()));
+            raw.insert("PrivateKeyType".into(), json!(cfg.key_kind.key_type()));
+        }
         raw.insert("RootCertTTL".into(), json!(compact_duration(cfg.root_ttl)));
         Self {
             leaf_ttl: cfg.leaf_ttl,
@@ -100,6 +107,7 @@ impl Settings {
             },
             disable_cross_signing: false,
             force_without_cross_signing: false,
+            csr_max_per_second: 0.0,
             raw,
             create_index: index,
             modify_index: index,
@@ -227,7 +235,13 @@ impl Ca {
             let kind = KeyKind::from_config(&parsed.key_type, parsed.key_bits).unwrap_or_default();
             let key = if parsed.private_key.is_empty() {
                 super::keys::generate_kind(kind)?
+            } else if parsed.root_cert.is_empty() {
+                // Consul parses the key only to generate the root (`generateCA`).
+                import_key_for_new_root(&parsed.private_key)?
             } else {
+                // Consul checks the certificate's PEM first (`newCARoot`), and never parses
+                // the key at this point: a bad key with a cert is a sim-only refusal.
+                check_root_cert_pem(&parsed.root_cert)?;
                 super::keys::import_pem(&parsed.private_key)?
             };
             let root_cert = (!parsed.root_cert.is_empty()).then_some(parsed.root_cert.as_str());
@@ -246,6 +260,7 @@ impl Ca {
         settings.intermediate_ttl = parsed.intermediate_ttl;
         settings.identity = identity;
         settings.disable_cross_signing = parsed.disable_cross_signing;
+        settings.csr_max_per_second = parsed.csr_max_per_second;
         settings.force_without_cross_signing = request.force_without_cross_signing;
         settings.raw = config;
         settings.modify_index = index;
@@ -254,6 +269,60 @@ impl Ca {
             changed: true,
         })
     }
+}
+
+impl Ca {
+    /// Takes a `CSRMaxPerSecond` token for one leaf signing at `now` (see `csr_limit.rs`);
+    /// `CaError::RateLimited` when none is available within Consul's 500 ms wait.
+    pub(crate) fn take_csr_token(&mut self, now: OffsetDateTime) -> Result<(), CaError> {
+        if self.csr_limiter.take(self.settings.csr_max_per_second, now) {
+            Ok(())
+        } else {
+            Err(CaError::RateLimited)
+        }
+    }
+}
+
+/// The PEM label of the first block (`pem.Decode`), if any.
+fn first_pem_label(pem: &str) -> Option<&str> {
+    let start = pem.find("-----BEGIN ")? + "-----BEGIN ".len();
+    let rest = &pem[start..];
+    let end = rest.find("-----")?;
+    let label = &rest[..end];
+    rest[end..]
+        .contains(&format!("-----END {label}-----"))
+        .then_some(label)
+}
+
+/// `connect.ParseCert`'s texts for a `RootCert` (returned unwrapped by `primaryUpdateRootCA`).
+fn check_root_cert_pem(pem: &str) -> Result<(), CaError> {
+    match first_pem_label(pem) {
+        None => Err(CaError::Provider("no PEM-encoded data found".into())),
+        Some("CERTIFICATE") => Ok(()),
+        Some(_) => Err(CaError::Provider(
+            "first PEM-block should be CERTIFICATE type".into(),
+        )),
+    }
+}
+
+/// A `PrivateKey` without `RootCert`: `connect.ParseSigner`'s texts, wrapped as
+/// `primaryUpdateRootCA` and `GenerateCAChain` wrap them.
+fn import_key_for_new_root(pem: &str) -> Result<rcgen::KeyPair, CaError> {
+    let wrap = |inner: String| {
+        CaError::Provider(format!(
+            "error generating CA root certificate: error generating CA: {inner}"
+        ))
+    };
+    match first_pem_label(pem) {
+        None => return Err(wrap("no PEM-encoded data found".into())),
+        Some("EC PRIVATE KEY" | "RSA PRIVATE KEY" | "PRIVATE KEY") => {}
+        Some(other) => {
+            return Err(wrap(format!(
+                "unknown PEM block type for signing key: {other}"
+            )));
+        }
+    }
+    super::keys::import_pem(pem)
 }
 
 /// mapstructure's multi-error text, wrapped as `ParseConsulCAConfig` wraps it.

@@ -82,6 +82,10 @@ pub(crate) struct ProviderConfig {
     pub(crate) root_cert: String,
     pub(crate) disable_cross_signing: bool,
     pub(crate) skip_validate: bool,
+    /// `CSRMaxPerSecond` (0: unlimited).
+    pub(crate) csr_max_per_second: f64,
+    /// `CSRMaxConcurrent` (accepted, inert: see `csr_limit.rs`).
+    pub(crate) csr_max_concurrent: i64,
 }
 
 impl ProviderConfig {
@@ -100,6 +104,8 @@ impl ProviderConfig {
             root_cert: String::new(),
             disable_cross_signing: false,
             skip_validate: false,
+            csr_max_per_second: 0.0,
+            csr_max_concurrent: 0,
         };
         let mut note = |r: Result<(), String>| {
             if let Err(e) = r {
@@ -128,10 +134,10 @@ impl ProviderConfig {
             note(weak_int("PrivateKeyBits", v).map(|n| cfg.key_bits = n));
         }
         if let Some(v) = field("CSRMaxConcurrent") {
-            note(weak_int("CSRMaxConcurrent", v).map(drop));
+            note(weak_int("CSRMaxConcurrent", v).map(|n| cfg.csr_max_concurrent = n));
         }
         if let Some(v) = field("CSRMaxPerSecond") {
-            note(weak_float("CSRMaxPerSecond", v).map(drop));
+            note(weak_float("CSRMaxPerSecond", v).map(|r| cfg.csr_max_per_second = r));
         }
         for (name, slot) in [
             ("DisableCrossSigning", &mut cfg.disable_cross_signing),

@@ -179,7 +179,10 @@ impl Root {
 }
 
 /// An operator-supplied root (`RootCert` + `PrivateKey` in the CA config), adopted as it is:
-/// the certificate must parse, be a CA, and carry the public key of `key`. The `Root`'s ID,
+/// the certificate must parse, be a CA, and carry the public key of `key`. Consul's consul
+/// provider checks only that the certificate parses (`newCARoot`); the key match and CA checks
+/// (and their texts) are the simulator's, refusing a root Consul would adopt and then fail to
+/// sign valid leaves with. The `Root`'s ID,
 /// validity and SigningKeyID come from the certificate (SigningKeyID from its SubjectKeyId, as
 /// Consul's `newCARoot` reads it; SHA-256 of the key when the cert has none).
 pub(crate) fn import_root(
@@ -193,10 +196,12 @@ pub(crate) fn import_root(
     use x509_parser::prelude::{FromDer, X509Certificate};
 
     let invalid = |msg: String| CaError::InvalidConfig(msg);
+    // `connect.ParseCert`'s texts (Go's `x509.ParseCertificate` says `x509: malformed
+    // certificate` for DER it cannot read; the detail after it is the simulator's).
     let der = CertificateDer::from_pem_slice(cert_pem.as_bytes())
-        .map_err(|_| invalid("error parsing root cert: no PEM-encoded data found".into()))?;
+        .map_err(|_| CaError::Provider("no PEM-encoded data found".into()))?;
     let (_, cert) = X509Certificate::from_der(der.as_ref())
-        .map_err(|e| invalid(format!("error parsing root cert: {e}")))?;
+        .map_err(|e| CaError::Provider(format!("x509: malformed certificate ({e})")))?;
     if cert.public_key().raw != rcgen::PublicKeyData::subject_public_key_info(&key).as_slice() {
         return Err(invalid(
             "root cert's public key does not match the private key".into(),

@@ -272,8 +272,8 @@ pub(crate) static PRIORITIZE_BY_LOCALITY: Schema = Schema {
     fields: &[Field("Mode", Ty::Str)],
 };
 
-const META_MAX_KEY_PAIRS: usize = 64;
-const META_KEY_MAX_LENGTH: usize = 128;
+pub(crate) const META_MAX_KEY_PAIRS: usize = 64;
+pub(crate) const META_KEY_MAX_LENGTH: usize = 128;
 pub(crate) const META_VALUE_MAX_LENGTH: usize = 512;
 
 /// `validateConfigEntryMeta`: the individual errors (Go puts them in a multierror).

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::common::{META_VALUE_MAX_LENGTH, validate_meta};
+use super::common::{
+    META_KEY_MAX_LENGTH, META_MAX_KEY_PAIRS, META_VALUE_MAX_LENGTH, validate_meta,
+};
 use super::mapstructure::{Field, Schema, Ty};
 use super::permissions::{
     IntentionJwtRequirement, IntentionPermission, JWT, PERMISSION_TY, validate_jwt,
@@ -118,15 +120,23 @@ impl ServiceIntentions {
 
     /// `ServiceIntentionsConfigEntry.Normalize` (non-legacy write).
     pub(crate) fn normalize(&mut self) {
+        self.normalize_as(false);
+    }
+
+    /// `normalize(legacyWrite)`: a non-legacy write clears the legacy ID and times of every
+    /// source (a config-entry write turns legacy intentions into ID-less ones, as in Consul).
+    pub(crate) fn normalize_as(&mut self, legacy: bool) {
         self.kind = "service-intentions".into();
         for src in &mut self.sources {
             if src.source_type.is_empty() {
                 src.source_type = "consul".into();
             }
             src.precedence = precedence(&self.name, &src.name);
-            src.legacy_id.clear();
-            src.legacy_create_time = None;
-            src.legacy_update_time = None;
+            if !legacy {
+                src.legacy_id.clear();
+                src.legacy_create_time = None;
+                src.legacy_update_time = None;
+            }
             for perm in &mut src.permissions {
                 if let Some(http) = &mut perm.http {
                     http.methods.iter_mut().for_each(|m| *m = m.to_uppercase());
@@ -140,6 +150,11 @@ impl ServiceIntentions {
 
     /// `ServiceIntentionsConfigEntry.Validate` (non-legacy write).
     pub(crate) fn validate(&self) -> Result<(), String> {
+        self.validate_as(false)
+    }
+
+    /// `validate(legacyWrite)`.
+    pub(crate) fn validate_as(&self, legacy: bool) -> Result<(), String> {
         if self.name.is_empty() {
             return Err("Name is required".into());
         }
@@ -147,16 +162,22 @@ impl ServiceIntentions {
         if let Some(jwt) = &self.jwt {
             validate_jwt(jwt)?;
         }
-        let meta_errs = validate_meta(&self.meta);
-        if !meta_errs.is_empty() {
-            return Err(multierror(&meta_errs));
+        if legacy {
+            if !self.meta.is_empty() {
+                return Err("Meta must be omitted for legacy intention writes".into());
+            }
+        } else {
+            let meta_errs = validate_meta(&self.meta);
+            if !meta_errs.is_empty() {
+                return Err(multierror(&meta_errs));
+            }
         }
         if self.sources.is_empty() {
             return Err("At least one source is required".into());
         }
         let mut seen: Vec<(&str, &str, &str)> = Vec::new();
         for (i, src) in self.sources.iter().enumerate() {
-            self.validate_source(i, src)?;
+            self.validate_source(i, src, legacy)?;
             let key = (
                 src.name.as_str(),
                 src.peer.as_str(),
@@ -181,7 +202,7 @@ impl ServiceIntentions {
         Ok(())
     }
 
-    fn validate_source(&self, i: usize, src: &SourceIntention) -> Result<(), String> {
+    fn validate_source(&self, i: usize, src: &SourceIntention, legacy: bool) -> Result<(), String> {
         if src.name.is_empty() {
             return Err(format!("Sources[{i}].Name is required"));
         }
@@ -201,13 +222,19 @@ impl ServiceIntentions {
                 "Sources[{i}].Description exceeds maximum length {META_VALUE_MAX_LENGTH}"
             ));
         }
-        if !src.legacy_meta.is_empty() {
-            return Err(format!("Sources[{i}].LegacyMeta must be omitted"));
+        if legacy {
+            validate_legacy_source(i, src)?;
+        } else {
+            if !src.legacy_meta.is_empty() {
+                return Err(format!("Sources[{i}].LegacyMeta must be omitted"));
+            }
+            if !src.legacy_id.is_empty() {
+                return Err(format!("Sources[{i}].LegacyID must be omitted"));
+            }
         }
-        if !src.legacy_id.is_empty() {
-            return Err(format!("Sources[{i}].LegacyID must be omitted"));
-        }
-        if src.permissions.is_empty() && !matches!(src.action.as_str(), "allow" | "deny") {
+        if (legacy || src.permissions.is_empty())
+            && !matches!(src.action.as_str(), "allow" | "deny")
+        {
             return Err(format!(
                 "Sources[{i}].Action must be set to 'allow' or 'deny'"
             ));
@@ -230,6 +257,44 @@ impl ServiceIntentions {
         }
         Ok(())
     }
+}
+
+/// The legacy-write half of `validate`: no peer, bounded `LegacyMeta`, times and ID set.
+fn validate_legacy_source(i: usize, src: &SourceIntention) -> Result<(), String> {
+    if !src.peer.is_empty() {
+        return Err(format!(
+            "Sources[{i}].Peer cannot be set by legacy intentions"
+        ));
+    }
+    if src.legacy_meta.len() > META_MAX_KEY_PAIRS {
+        return Err(format!(
+            "Sources[{i}].Meta exceeds maximum element count {META_MAX_KEY_PAIRS}"
+        ));
+    }
+    for (k, v) in &src.legacy_meta {
+        if k.len() > META_KEY_MAX_LENGTH {
+            return Err(format!(
+                "Sources[{i}].Meta key {} exceeds maximum length {META_KEY_MAX_LENGTH}",
+                go_quote(k)
+            ));
+        }
+        if v.len() > META_VALUE_MAX_LENGTH {
+            return Err(format!(
+                "Sources[{i}].Meta value for key {} exceeds maximum length {META_VALUE_MAX_LENGTH}",
+                go_quote(k)
+            ));
+        }
+    }
+    if src.legacy_create_time.is_none() {
+        return Err(format!("Sources[{i}].LegacyCreateTime must be set"));
+    }
+    if src.legacy_update_time.is_none() {
+        return Err(format!("Sources[{i}].LegacyUpdateTime must be set"));
+    }
+    if src.legacy_id.is_empty() {
+        return Err(format!("Sources[{i}].LegacyID must be set"));
+    }
+    Ok(())
 }
 
 /// `validateIntentionWildcards` for a CE name (namespace and partition are always `default`).

@@ -52,6 +52,31 @@ impl ConfigEntries {
         Ok(true)
     }
 
+    /// Stores a `service-intentions` entry written through the legacy (by-ID) intention API:
+    /// `LegacyNormalize` + `LegacyValidate` (legacy IDs, times and meta kept), then the same
+    /// cross-entry rules as `upsert`.
+    pub fn upsert_legacy_intentions(
+        &mut self,
+        mut entry: ServiceIntentions,
+        index: u64,
+    ) -> Result<(), ConfigError> {
+        entry.normalize_as(true);
+        entry.validate_as(true).map_err(ConfigError::Invalid)?;
+        let entry = ConfigEntry::ServiceIntentions(entry);
+        let key = (entry.kind(), entry.name().to_owned());
+        graph::validate_proposed(self, key.0, &key.1, Some(&entry))
+            .map_err(ConfigError::Invalid)?;
+        let mut entry = entry;
+        let create = self
+            .entries
+            .get(&key)
+            .map_or(index, ConfigEntry::create_index);
+        entry.set_indexes(create, index);
+        self.entries.insert(key, entry);
+        self.index = self.index.max(index);
+        Ok(())
+    }
+
     /// Deletes an entry. Deleting an absent entry succeeds (`Ok(true)`) without touching the
     /// index; with `cas` it returns `Ok(false)` unless the entry exists with that `ModifyIndex`.
     /// Fails when the remaining entries would form an invalid graph (e.g. a router left without

@@ -107,6 +107,7 @@ from_domain_error! {
     crate::intention::IntentionError => |e| match e {
         crate::intention::IntentionError::BadRequest(_) | crate::intention::IntentionError::Decode(_) => 400,
         crate::intention::IntentionError::NotFound(_) => 404,
+        crate::intention::IntentionError::PermissionDenied => 403,
         _ => 500,
     },
 }

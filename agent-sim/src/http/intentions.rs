@@ -1,5 +1,6 @@
 //! Intention endpoints: list (blocking, `?filter`), match (blocking, with wakeup suppression and
-//! `?cached`), check, and the exact GET/PUT/DELETE, with Consul's ACL rules per endpoint.
+//! `?cached`), check, the exact GET/PUT/DELETE and the legacy by-ID API (`intentions/legacy.rs`),
+//! with Consul's ACL rules per endpoint.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -18,6 +19,8 @@ use crate::acl::{Level, Resource};
 use crate::control::Control;
 use crate::filter::{Filter, INTENTION_FIELDS};
 use crate::intention;
+
+mod legacy;
 
 /// `GET /v1/connect/intentions` (`Intention.List`): every intention in precedence order, the
 /// ones the token may not read (`intention:read` on source or destination) left out, then the
@@ -54,7 +57,19 @@ async fn list(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> 
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
-        .route("/v1/connect/intentions", methods("OPTIONS,GET", get(list)))
+        .route(
+            "/v1/connect/intentions",
+            methods("OPTIONS,GET,POST", get(list).post(legacy::create)),
+        )
+        .route(
+            "/v1/connect/intentions/{id}",
+            methods(
+                "OPTIONS,GET,PUT,DELETE",
+                get(legacy::get_one)
+                    .put(legacy::update)
+                    .delete(legacy::delete),
+            ),
+        )
         .route(
             "/v1/connect/intentions/match",
             methods("OPTIONS,GET", get(match_)),

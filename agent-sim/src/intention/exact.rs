@@ -51,7 +51,10 @@ fn parse_exact(source: &str, destination: &str) -> Result<(Parsed, Parsed), Inte
     ))
 }
 
-fn entry_for<'a>(entries: &'a ConfigEntries, destination: &str) -> Option<&'a ServiceIntentions> {
+pub(super) fn entry_for<'a>(
+    entries: &'a ConfigEntries,
+    destination: &str,
+) -> Option<&'a ServiceIntentions> {
     match entries.get(Kind::ServiceIntentions, destination) {
         Some(ConfigEntry::ServiceIntentions(e)) => Some(e),
         _ => None,
@@ -97,33 +100,33 @@ pub fn exact_get(
 /// `ID` are taken from the query or cleared, times and `Hash` are ignored.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-struct IntentionBody {
+pub(super) struct IntentionBody {
     #[serde(rename = "ID")]
-    _id: String,
+    pub(super) id: String,
     #[serde(rename = "Description")]
-    description: String,
+    pub(super) description: String,
     #[serde(rename = "SourceNS")]
-    _source_ns: String,
+    pub(super) source_ns: String,
     #[serde(rename = "SourceName")]
-    _source_name: String,
+    pub(super) source_name: String,
     #[serde(rename = "DestinationNS")]
-    _destination_ns: String,
+    pub(super) destination_ns: String,
     #[serde(rename = "DestinationName")]
-    _destination_name: String,
+    pub(super) destination_name: String,
     #[serde(rename = "SourcePartition")]
-    _source_partition: String,
+    pub(super) source_partition: String,
     #[serde(rename = "DestinationPartition")]
-    _destination_partition: String,
+    pub(super) destination_partition: String,
     #[serde(rename = "SourcePeer")]
-    source_peer: String,
+    pub(super) source_peer: String,
     #[serde(rename = "SourceSamenessGroup")]
     _source_sameness_group: String,
     #[serde(rename = "SourceType")]
-    source_type: String,
+    pub(super) source_type: String,
     #[serde(rename = "Action")]
-    action: String,
+    pub(super) action: String,
     #[serde(rename = "Permissions")]
-    permissions: Vec<IntentionPermission>,
+    pub(super) permissions: Vec<IntentionPermission>,
     #[serde(rename = "JWT")]
     _jwt: Option<IntentionJwtRequirement>,
     #[serde(rename = "DefaultAddr")]
@@ -131,7 +134,7 @@ struct IntentionBody {
     #[serde(rename = "DefaultPort")]
     _default_port: i64,
     #[serde(rename = "Meta")]
-    meta: BTreeMap<String, String>,
+    pub(super) meta: BTreeMap<String, String>,
     #[serde(rename = "Precedence")]
     _precedence: i64,
     #[serde(rename = "CreatedAt")]
@@ -206,7 +209,7 @@ fn drop_nulls(v: Value) -> Value {
     }
 }
 
-fn decode_body(body: &[u8]) -> Result<IntentionBody, IntentionError> {
+pub(super) fn decode_body(body: &[u8]) -> Result<IntentionBody, IntentionError> {
     const SCHEMA: KeySchema = KeySchema {
         canonical: BODY_FIELDS,
         opaque: &["Meta"],
@@ -216,7 +219,7 @@ fn decode_body(body: &[u8]) -> Result<IntentionBody, IntentionError> {
     decode_value(drop_nulls(value), &SCHEMA).map_err(|e| IntentionError::Decode(e.0))
 }
 
-fn config_err(e: ConfigError) -> IntentionError {
+pub(super) fn config_err(e: ConfigError) -> IntentionError {
     match e {
         ConfigError::Invalid(s) => internal(s),
         other => internal(other.to_string()),

@@ -160,6 +160,20 @@ impl Store {
     fn issue(&self, service: &str, dc: &str, now: OffsetDateTime) -> Result<Leaf, ApiError> {
         let fraction: f64 = self.with_rng(|r| r.random_range(0.6..0.9));
         self.write_leaf_cache(|st| {
+            if let Err(e) = st.ca.take_csr_token(now) {
+                // Consul's leaf manager returns the error on a first fetch and otherwise keeps
+                // the cached leaf, retrying after a backoff (here: 1 s).
+                return match st.leaves.get_mut(service) {
+                    Some(entry) => {
+                        entry.renew_at = now + Duration::from_secs(1);
+                        if let Some(r) = &mut entry.rotate_at {
+                            *r = (*r).max(now + Duration::from_secs(1));
+                        }
+                        Ok(entry.leaf.clone())
+                    }
+                    None => Err(ApiError::from_text(e.to_string())),
+                };
+            }
             let index = st.next_index();
             let leaf = st
                 .ca

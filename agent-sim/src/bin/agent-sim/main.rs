@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use agent_sim::acl::{AclConfig, DefaultPolicy};
+use agent_sim::ca::KeyKind;
 use agent_sim::config::{IntentionDefault, SimConfig};
 use agent_sim::duration::GoDuration;
 use agent_sim::xds::{TlsMode, XdsConfig};
@@ -60,6 +61,17 @@ struct Cli {
     /// Leaf certificate TTL as a Go duration (`72h`, `30s`).
     #[arg(long, default_value = "72h", value_parser = go_duration)]
     leaf_ttl: Duration,
+    /// The CA's key type (`PrivateKeyType`) for the root and the leaves: `ec` or `rsa`.
+    #[arg(long, value_enum, value_name = "TYPE")]
+    ca_key_type: Option<CaKeyType>,
+    /// The CA's key size (`PrivateKeyBits`): 256 or 384 for `ec`, 2048 or 4096 for `rsa`;
+    /// defaults to 256 (`ec`) or 2048 (`rsa`).
+    #[arg(long, value_name = "N")]
+    ca_key_bits: Option<u32>,
+    /// Sim-only chain mode: leaves are signed by an intermediate under the root, as with Vault or
+    /// in a secondary datacenter (roots list `IntermediateCerts`, `CertPEM` carries the chain).
+    #[arg(long)]
+    ca_intermediate: bool,
     /// Max random delay before blocked leaf queries see a leaf from a rotated CA.
     #[arg(long, default_value = "30s", value_parser = go_duration)]
     ca_change_jitter: Duration,
@@ -97,6 +109,29 @@ struct Cli {
 enum Policy {
     Allow,
     Deny,
+}
+
+/// `--ca-key-type`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum CaKeyType {
+    Ec,
+    Rsa,
+}
+
+/// `--ca-key-type` / `--ca-key-bits` as a key kind; a type alone takes its usual size, bits
+/// alone mean `ec`.
+fn ca_key_kind(key_type: Option<CaKeyType>, bits: Option<u32>) -> anyhow::Result<KeyKind> {
+    let (name, default_bits) = match key_type {
+        Some(CaKeyType::Rsa) => ("rsa", 2048),
+        Some(CaKeyType::Ec) | None => ("ec", 256),
+    };
+    let bits = bits.unwrap_or(default_bits);
+    KeyKind::from_config(name, i64::from(bits)).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--ca-key-bits {bits} is not valid for --ca-key-type {name} \
+             (ec: 256 or 384; rsa: 2048 or 4096)"
+        )
+    })
 }
 
 /// `--grpc-listen`: an address, or `off`.
@@ -179,6 +214,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
     });
+    let ca_key_kind = ca_key_kind(cli.ca_key_type, cli.ca_key_bits)?;
     let cfg = SimConfig {
         bind: cli.listen,
         control_bind: cli.control_listen,
@@ -199,6 +235,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Policy::Deny => IntentionDefault::Deny,
         }),
         leaf_ttl: cli.leaf_ttl,
+        ca_key_kind,
+        ca_intermediate: cli.ca_intermediate,
         ca_change_jitter: cli.ca_change_jitter,
         seed: cli.seed,
         run_checks: !cli.no_checks,

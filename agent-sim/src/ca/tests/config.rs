@@ -259,7 +259,20 @@ fn other_rejections() {
     let pem = crate::ca::keys::private_key_pem(&crate::ca::keys::generate().unwrap()).unwrap();
     rejects(
         &json!({"Provider": "consul", "Config": {"RootCert": "x", "PrivateKey": pem}}),
-        "error configuring provider: error parsing root cert: no PEM-encoded data found",
+        "no PEM-encoded data found",
+    );
+    rejects(
+        &json!({"Provider": "consul", "Config": {"RootCert": pem.clone(), "PrivateKey": pem}}),
+        "first PEM-block should be CERTIFICATE type",
+    );
+    rejects(
+        &json!({"Provider": "consul", "Config": {"PrivateKey": "x"}}),
+        "error generating CA root certificate: error generating CA: no PEM-encoded data found",
+    );
+    let cert = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+    rejects(
+        &json!({"Provider": "consul", "Config": {"PrivateKey": cert}}),
+        "error generating CA root certificate: error generating CA: unknown PEM block type for signing key: CERTIFICATE",
     );
     let err = rejects(
         &json!({"Provider": "consul", "Config": "x"}),
@@ -270,4 +283,60 @@ fn other_rejections() {
         &json!({"Provider": "consul", "Config": {"RotateRoot": "maybe"}}),
         "error configuring provider: error decoding config: 1 error(s) decoding:\n\n* cannot parse 'RotateRoot' as bool: strconv.ParseBool: parsing \"maybe\": invalid syntax",
     );
+}
+
+/// A fresh agent reports exactly `RuntimeConfig.ConnectCAConfiguration`'s three TTLs (strings);
+/// a non-default key kind shows up as an operator's `ca_config` would put it (string + int),
+/// and putting the reported config back is Consul's no-op.
+#[test]
+fn bootstrap_config_has_consuls_keys_only() {
+    let mut ca = new_ca();
+    let config = ca.config_json()["Config"].clone();
+    let keys: Vec<&str> = config
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["IntermediateCertTTL", "LeafCertTTL", "RootCertTTL"]);
+    assert_eq!(config["LeafCertTTL"], "72h");
+    assert_eq!(config["IntermediateCertTTL"], "8760h");
+    assert_eq!(config["RootCertTTL"], "87600h");
+    assert_eq!(ca.config_json()["State"], Value::Null);
+    let same = json!({"Provider": "consul", "Config": config});
+    assert_eq!(put(&mut ca, &same, 30).unwrap(), UNCHANGED);
+
+    let cfg = crate::ca::CaConfig {
+        cluster_id: CLUSTER.into(),
+        key_kind: crate::ca::KeyKind::Ec384,
+        ..crate::ca::CaConfig::default()
+    };
+    let mut ca = Ca::new(cfg, T0, 8, &mut rng()).unwrap();
+    let config = ca.config_json()["Config"].clone();
+    assert_eq!(config["PrivateKeyType"], "ec");
+    assert_eq!(config["PrivateKeyBits"], 384);
+    assert_eq!(config.as_object().unwrap().len(), 5);
+    let same = json!({"Provider": "consul", "Config": config});
+    assert_eq!(put(&mut ca, &same, 30).unwrap(), UNCHANGED);
+}
+
+/// `CSRMaxPerSecond`: burst 1, a token may be waited for up to 500 ms, otherwise
+/// `Rate limit reached, try again later` (429); absent or 0 means unlimited.
+#[test]
+fn csr_max_per_second_limits_signing() {
+    let mut ca = new_ca();
+    for _ in 0..100 {
+        assert!(ca.take_csr_token(T1).is_ok(), "no limit by default");
+    }
+    let body = json!({"Provider": "consul", "Config": {"CSRMaxPerSecond": 1}});
+    put(&mut ca, &body, 30).unwrap();
+    assert!(ca.take_csr_token(T1).is_ok());
+    let err = ca.take_csr_token(T1).unwrap_err();
+    assert_eq!(err.to_string(), "Rate limit reached, try again later");
+    assert_eq!(err.http_status(), 429);
+    let later = T1 + std::time::Duration::from_millis(600);
+    assert!(ca.take_csr_token(later).is_ok(), "within the 500 ms wait");
+    assert!(ca.take_csr_token(later).is_err());
+    let much_later = T1 + std::time::Duration::from_secs(5);
+    assert!(ca.take_csr_token(much_later).is_ok());
 }
