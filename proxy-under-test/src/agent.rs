@@ -238,10 +238,10 @@ fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
             }
         },
         Update::Roots(roots) => {
-            match TrustRoots::from_pems(
-                roots.roots.iter().map(|r| r.root_cert.as_str()),
-                &roots.trust_domain,
-            ) {
+            let pems = roots.roots.iter().map(|r| r.root_cert.as_str());
+            #[cfg(feature = "sabotage")]
+            let pems = pems.filter(|pem| state.sabotage.root_usable(pem));
+            match TrustRoots::from_pems(pems, &roots.trust_domain) {
                 Ok(r) => {
                     let r = r.with_intermediate_pems(
                         roots

@@ -122,8 +122,10 @@ pub enum Sabotage {
     /// `drop-trailers`: HTTP/2 response trailers (`grpc-status`, custom ones) are not passed on,
     /// inbound (application to caller) nor through upstream listeners.
     DropTrailers,
-    /// `p256-only`: only EC P-256 leaves load; any other key type is refused and the previous
-    /// leaf kept (a proxy that hard-codes Consul's default key type).
+    /// `p256-only`: only EC P-256 keys load: a leaf with another key (in it or in its chain) is
+    /// refused and the previous one kept, and roots whose key is not P-256 are dropped (a proxy
+    /// that hard-codes Consul's default key type; in an RSA or P-384 cluster its peers' chains no
+    /// longer verify).
     P256Only,
     /// `leaf-without-chain`: only the first certificate of `CertPEM` is served, without the
     /// intermediates that follow it.

@@ -5,8 +5,8 @@
 //! `RootCert`, `PrivateKeyType`, `PrivateKeyBits`):
 //! - the key identity differs from the current one: a new or different `PrivateKey` (the root is
 //!   then generated from that key, or adopted as given with `RootCert`), dropping a previously
-//!   given one (fresh key), or another `PrivateKeyType`/`PrivateKeyBits` (fresh key of that kind;
-//!   leaves follow the configured kind too);
+//!   given one (fresh key), or another `PrivateKeyType`/`PrivateKeyBits` (a fresh root key of
+//!   that kind; leaf keys stay EC P-256, as Consul's agent generates them);
 //! - the simulator-only key `"RotateRoot": true` (weakly typed like the rest) rotates on every
 //!   PUT that carries it and is not stored, so the same body can rotate again; real Consul
 //!   ignores the key (it is not part of the provider's identity);
@@ -114,9 +114,18 @@ impl Settings {
         }
     }
 
-    /// The kind of key leaves get: the configured `PrivateKeyType`/`PrivateKeyBits`.
-    pub(crate) fn leaf_kind(&self) -> KeyKind {
+    /// The kind of key roots and intermediates get: the configured
+    /// `PrivateKeyType`/`PrivateKeyBits`.
+    pub(crate) fn ca_kind(&self) -> KeyKind {
         KeyKind::from_config(&self.identity.key_type, self.identity.key_bits).unwrap_or_default()
+    }
+
+    /// The kind of key leaves get: always EC P-256, whatever the CA's kind. Consul's agent
+    /// generates the leaf key itself (`agent/leafcert/generate.go` calls
+    /// `connect.GeneratePrivateKey()`, "for now we always generate EC keys on clients regardless
+    /// of the key type being used by the active CA") and the CA signs the CSR with its own key.
+    pub(crate) fn leaf_kind(&self) -> KeyKind {
+        KeyKind::Ec256
     }
 
     /// Records another key kind (`PrivateKeyType`/`PrivateKeyBits`), as a PUT of them would.

@@ -90,7 +90,7 @@ impl Ca {
             serial: self.next_serial,
             now: cert_time(now),
             ttl: self.settings.intermediate_ttl,
-            kind: self.settings.leaf_kind(),
+            kind: self.settings.ca_kind(),
         };
         let root = self.roots.get(pos).ok_or(CaError::NoActiveRoot)?;
         let (signer, pem) = sign_intermediate(root, &spec)?;

@@ -35,12 +35,12 @@ impl Ca {
         index: u64,
         rng: &mut impl Rng,
     ) -> Result<(), CaError> {
-        let kind = self.settings.leaf_kind();
+        let kind = self.settings.ca_kind();
         self.rotate_kind(kind, cross_sign, now, index, rng)
     }
 
     /// Like [`Ca::rotate`], onto a fresh key of `kind`, and the configuration follows (its
-    /// `PrivateKeyType`/`PrivateKeyBits`, and so the kind of leaves issued from now on), as a
+    /// `PrivateKeyType`/`PrivateKeyBits`; leaves keep EC P-256 keys, now signed by the new root), as a
     /// `PUT` of those keys would.
     pub fn rotate_kind(
         &mut self,

@@ -1,4 +1,5 @@
-//! Broken handling of real-world CAs: a proxy that can only load P-256 keys (`p256-only`), one
+//! Broken handling of real-world CAs: a proxy that can only load P-256 keys, its leaf's and its
+//! roots' (`p256-only`), one
 //! that serves its leaf without the intermediates of `CertPEM` (`leaf-without-chain`), and
 //! verifiers that chain peers to the roots alone, ignoring the intermediates the peer presents
 //! and the roots' `IntermediateCerts` (`roots-only-verification`).
@@ -16,11 +17,18 @@ use super::{Sabotage, Sabotages};
 use crate::tls::verify::SpiffeServerVerifier;
 use crate::tls::{ExpectedServer, KeyKind, Leaf, TlsError, TrustRoots, provider};
 
-/// The leaf as the control plane installs it: `None` under `p256-only` when its key is not
-/// P-256 (the previous leaf stays), only its first certificate under `leaf-without-chain`.
+/// The leaf as the control plane installs it: `None` under `p256-only` when its key, or the key
+/// of a certificate in its chain (a cross-signed RSA root, say), is not P-256 (the previous leaf
+/// stays), only its first certificate under `leaf-without-chain`.
 pub(crate) fn leaf(leaf: Leaf, set: Sabotages) -> Option<Leaf> {
-    if set.contains(Sabotage::P256Only) && leaf.key_kind != KeyKind::EcP256 {
-        tracing::error!(key = %leaf.key_kind, "unsupported key type (sabotage p256-only); keeping the previous leaf");
+    let p256_chain = || {
+        leaf.certified
+            .cert
+            .iter()
+            .all(|c| KeyKind::of_cert(c) == KeyKind::EcP256)
+    };
+    if set.contains(Sabotage::P256Only) && (leaf.key_kind != KeyKind::EcP256 || !p256_chain()) {
+        tracing::error!(key = %leaf.key_kind, "unsupported key type in the leaf or its chain (sabotage p256-only); keeping the previous leaf");
         return None;
     }
     if set.contains(Sabotage::LeafWithoutChain) && leaf.certified.cert.len() > 1 {
@@ -32,6 +40,22 @@ pub(crate) fn leaf(leaf: Leaf, set: Sabotages) -> Option<Leaf> {
         });
     }
     Some(leaf)
+}
+
+/// `p256-only`: whether a root PEM survives (its key is P-256). Consul's agent issues P-256 leaf
+/// keys whatever the CA's key type, so a proxy that hard-codes P-256 breaks on the roots: an RSA
+/// or P-384 root is dropped as unusable, and peers whose leaves chain to it are refused.
+pub(crate) fn root_usable(pem: &str, set: Sabotages) -> bool {
+    use rustls_pki_types::pem::PemObject;
+    if !set.contains(Sabotage::P256Only) {
+        return true;
+    }
+    let usable = CertificateDer::from_pem_slice(pem.as_bytes())
+        .is_ok_and(|der| KeyKind::of_cert(&der) == KeyKind::EcP256);
+    if !usable {
+        tracing::error!("unsupported root key type (sabotage p256-only); dropping the root");
+    }
+    usable
 }
 
 /// `roots-only-verification`: a client verifier over the roots alone.

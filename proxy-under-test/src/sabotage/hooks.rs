@@ -207,6 +207,11 @@ impl Hooks {
     pub(crate) fn leaf(&self, leaf: Leaf) -> Option<Leaf> {
         chain::leaf(leaf, self.set)
     }
+
+    /// Whether a root the agent lists is loaded (`p256-only` drops non-P-256 roots).
+    pub(crate) fn root_usable(&self, pem: &str) -> bool {
+        chain::root_usable(pem, self.set)
+    }
 }
 
 /// `never-recheck-open`: runs a connection's work with no re-authorization and no lifetime; only

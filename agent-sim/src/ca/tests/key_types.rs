@@ -35,8 +35,9 @@ fn all_roots(ca: &Ca) -> Vec<String> {
 }
 
 /// Rotates a default CA to `kind` through the configuration endpoint and checks roots JSON,
-/// leaves, and that the cross-signed cert chains a new leaf to the old root.
-fn rotate_to_kind(key_type: &str, bits: u32, leaf_key_label: &str) {
+/// leaves, and that the cross-signed cert chains a new leaf to the old root. Leaf keys stay EC
+/// P-256 whatever the CA's kind (Consul's agent generates them); the new root signs them.
+fn rotate_to_kind(key_type: &str, bits: u32, signature_oid_prefix: &str) {
     let mut ca = new_ca();
     let old_root = active(&ca)["RootCert"].as_str().unwrap().to_owned();
     let rotated = put(
@@ -56,7 +57,7 @@ fn rotate_to_kind(key_type: &str, bits: u32, leaf_key_label: &str) {
     let leaf = ca.issue_leaf("web", "", T0, 21).unwrap();
     assert!(
         leaf.private_key_pem
-            .starts_with(&format!("-----BEGIN {leaf_key_label} PRIVATE KEY-----\n")),
+            .starts_with("-----BEGIN EC PRIVATE KEY-----\n"),
         "{}",
         leaf.private_key_pem
     );
@@ -71,26 +72,32 @@ fn rotate_to_kind(key_type: &str, bits: u32, leaf_key_label: &str) {
         "leaf then the cross-signed root"
     );
     verify_client(&leaf.cert_pem, &[&old_root], T0).unwrap();
-    // The leaf's public key is of the configured kind.
+    // The leaf's public key is EC P-256; its signature is the new root's kind.
     let der = ders(&leaf.cert_pem).remove(0);
     let cert = parse(&der);
     let alg = cert.public_key().algorithm.algorithm.to_id_string();
-    let want = if key_type == "rsa" {
-        "1.2.840.113549.1.1.1"
-    } else {
-        "1.2.840.10045.2.1"
-    };
-    assert_eq!(alg, want);
+    assert_eq!(alg, "1.2.840.10045.2.1", "an EC leaf key");
+    match cert.public_key().parsed() {
+        Ok(x509_parser::public_key::PublicKey::EC(point)) => assert_eq!(point.key_size(), 256),
+        other => panic!("leaf key is not EC: {other:?}"),
+    }
+    let sig = cert.signature_algorithm.algorithm.to_id_string();
+    assert!(
+        sig.starts_with(signature_oid_prefix),
+        "leaf signed with {sig}, want {signature_oid_prefix}*"
+    );
 }
 
 #[test]
 fn ec_to_rsa_2048_cross_signed() {
-    rotate_to_kind("rsa", 2048, "RSA");
+    // sha256WithRSAEncryption
+    rotate_to_kind("rsa", 2048, "1.2.840.113549.1.1.11");
 }
 
 #[test]
 fn ec_to_p384_cross_signed() {
-    rotate_to_kind("ec", 384, "EC");
+    // ecdsa-with-SHA*
+    rotate_to_kind("ec", 384, "1.2.840.10045.4.3.");
 }
 
 #[test]
@@ -173,7 +180,8 @@ fn imported_root_is_adopted_then_rotated_to_rsa() {
     let leaf = ca.issue_leaf("web", "", T0, 24).unwrap();
     assert!(
         leaf.private_key_pem
-            .starts_with("-----BEGIN RSA PRIVATE KEY-----")
+            .starts_with("-----BEGIN EC PRIVATE KEY-----"),
+        "leaf keys stay EC P-256 under an RSA CA, as Consul's agent generates them"
     );
     verify_client(&leaf.cert_pem, &[&root_pem], T0).unwrap();
 }

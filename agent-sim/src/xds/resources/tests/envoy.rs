@@ -375,10 +375,11 @@ fn envoy_accepts_router_and_splitter_routes() {
 }
 
 /// Issue 10: an RSA CA in chain mode, after a rotation of the intermediate and a cross-signed
-/// rotation to P-384: Envoy loads the RSA/P-384 leaves with their whole chain (leaf, cross-signed
-/// root, intermediates) and every root, inline and as SDS secrets.
+/// rotation to P-384: Envoy loads the leaves (P-256 keys, as Consul's agent makes them, signed
+/// through RSA and P-384 intermediates) with their whole chain (leaf, cross-signed root,
+/// intermediates) and every root, inline and as SDS secrets.
 #[test]
-fn envoy_accepts_rsa_and_p384_leaves_with_intermediate_chains() {
+fn envoy_accepts_rsa_and_p384_chains_with_intermediates() {
     let c = sim_from(
         crate::AgentSim::builder()
             .seed(11)
