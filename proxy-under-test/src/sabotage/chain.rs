@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
+use rustls::Error;
 use rustls::client::danger::{ServerCertVerified, ServerCertVerifier};
 use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::sign::CertifiedKey;
-use rustls::{DistinguishedName, Error};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::{Sabotage, Sabotages};
@@ -83,17 +83,7 @@ pub(crate) fn roots_only_server(
 struct RootsOnlyClient(Arc<dyn ClientCertVerifier>);
 
 impl ClientCertVerifier for RootsOnlyClient {
-    fn offer_client_auth(&self) -> bool {
-        self.0.offer_client_auth()
-    }
-
-    fn client_auth_mandatory(&self) -> bool {
-        self.0.client_auth_mandatory()
-    }
-
-    fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        self.0.root_hint_subjects()
-    }
+    crate::tls::verify::delegate_client_auth!(0);
 
     fn verify_client_cert(
         &self,

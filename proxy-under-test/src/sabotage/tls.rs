@@ -15,10 +15,7 @@ use rustls::client::{ResolvesClientCert, verify_server_cert_signed_by_trust_anch
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{NoServerSessionStorage, ParsedCertificate};
 use rustls::sign::CertifiedKey;
-use rustls::{
-    CertificateError, ClientConfig, DistinguishedName, Error, RootCertStore, ServerConfig,
-    SignatureScheme,
-};
+use rustls::{CertificateError, ClientConfig, Error, RootCertStore, ServerConfig, SignatureScheme};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
@@ -135,17 +132,7 @@ fn within_validity(cert: &CertificateDer<'_>, now: UnixTime) -> Option<UnixTime>
 struct IgnoreExpiry(Arc<dyn ClientCertVerifier>);
 
 impl ClientCertVerifier for IgnoreExpiry {
-    fn offer_client_auth(&self) -> bool {
-        self.0.offer_client_auth()
-    }
-
-    fn client_auth_mandatory(&self) -> bool {
-        self.0.client_auth_mandatory()
-    }
-
-    fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        self.0.root_hint_subjects()
-    }
+    crate::tls::verify::delegate_client_auth!(0);
 
     fn verify_client_cert(
         &self,

@@ -9,7 +9,7 @@ use rustls::client::{ResolvesClientCert, verify_server_cert_signed_by_trust_anch
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{ClientHello, ParsedCertificate, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
-use rustls::{CertificateError, DistinguishedName, Error, RootCertStore, SignatureScheme};
+use rustls::{CertificateError, Error, RootCertStore, SignatureScheme};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::provider;
@@ -79,6 +79,25 @@ macro_rules! verify_signatures {
     };
 }
 pub(crate) use verify_signatures;
+
+/// The client-auth half of a rustls client verifier that wraps another one in `self.field`:
+/// whether and how client certificates are asked for is the wrapped verifier's.
+macro_rules! delegate_client_auth {
+    ($inner:tt) => {
+        fn offer_client_auth(&self) -> bool {
+            self.$inner.offer_client_auth()
+        }
+
+        fn client_auth_mandatory(&self) -> bool {
+            self.$inner.client_auth_mandatory()
+        }
+
+        fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+            self.$inner.root_hint_subjects()
+        }
+    };
+}
+pub(crate) use delegate_client_auth;
 
 /// Serves one certificate (our leaf) for every handshake, as server or client.
 #[derive(Debug)]
@@ -178,17 +197,7 @@ impl WithIntermediates {
 }
 
 impl ClientCertVerifier for WithIntermediates {
-    fn offer_client_auth(&self) -> bool {
-        self.inner.offer_client_auth()
-    }
-
-    fn client_auth_mandatory(&self) -> bool {
-        self.inner.client_auth_mandatory()
-    }
-
-    fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        self.inner.root_hint_subjects()
-    }
+    crate::tls::verify::delegate_client_auth!(inner);
 
     fn verify_client_cert(
         &self,
