@@ -35,6 +35,56 @@ pub(crate) fn tls_certificates(leaf: &Pem) -> Value {
     }])
 }
 
+/// The regex Consul's RBAC uses for `web`'s SPIFFE ID in `trust_domain`.
+pub(crate) fn web_principal(trust_domain: &str) -> String {
+    format!(
+        "^spiffe://{}/ns/default/dc/[^/]+/svc/web$",
+        trust_domain.replace('.', "\\.")
+    )
+}
+
+/// The public listener's mTLS transport socket (client certificate required), offering `alpn`.
+pub(crate) fn downstream_tls(leaf: &Pem, roots: &str, alpn: &[&str]) -> Value {
+    let mut common = json!({
+        "tls_params": {},
+        "tls_certificates": tls_certificates(leaf),
+        "validation_context": {"trusted_ca": {"inline_string": roots}}
+    });
+    if !alpn.is_empty() {
+        common["alpn_protocols"] = json!(alpn);
+    }
+    json!({
+        "name": "tls",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
+            "common_tls_context": common,
+            "require_client_certificate": true
+        }
+    })
+}
+
+/// The upstream cluster's mTLS transport socket to `db` (SNI `sni`, SPIFFE SAN match).
+pub(crate) fn upstream_tls(leaf: &Pem, roots: &str, trust_domain: &str, sni: &str) -> Value {
+    json!({
+        "name": "tls",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+            "common_tls_context": {
+                "tls_params": {},
+                "tls_certificates": tls_certificates(leaf),
+                "validation_context": {
+                    "trusted_ca": {"inline_string": roots},
+                    "match_typed_subject_alt_names": [{
+                        "san_type": "URI",
+                        "matcher": {"exact": format!("spiffe://{trust_domain}/ns/default/dc/dc1/svc/db")}
+                    }]
+                }
+            },
+            "sni": sni
+        }
+    })
+}
+
 fn tcp_proxy(stat_prefix: &str, cluster: &str) -> Value {
     json!({
         "name": "envoy.filters.network.tcp_proxy",
@@ -67,10 +117,7 @@ pub(crate) fn server_bootstrap(
     roots: &str,
     trust_domain: &str,
 ) -> Value {
-    let web = format!(
-        "^spiffe://{}/ns/default/dc/[^/]+/svc/web$",
-        trust_domain.replace('.', "\\.")
-    );
+    let web = web_principal(trust_domain);
     let rbac = json!({
         "name": "envoy.filters.network.rbac",
         "typed_config": {
@@ -91,18 +138,7 @@ pub(crate) fn server_bootstrap(
                 "address": addr(listen),
                 "filter_chains": [{
                     "filters": [rbac, tcp_proxy("public_listener", "local_app")],
-                    "transport_socket": {
-                        "name": "tls",
-                        "typed_config": {
-                            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
-                            "common_tls_context": {
-                                "tls_params": {},
-                                "tls_certificates": tls_certificates(leaf),
-                                "validation_context": {"trusted_ca": {"inline_string": roots}}
-                            },
-                            "require_client_certificate": true
-                        }
-                    }
+                    "transport_socket": downstream_tls(leaf, roots, &[])
                 }]
             }],
             "clusters": [static_cluster("local_app", app)]
@@ -121,24 +157,7 @@ pub(crate) fn client_bootstrap(
 ) -> Value {
     let sni = format!("db.default.dc1.internal.{trust_domain}");
     let mut cluster = static_cluster(&sni, server);
-    cluster["transport_socket"] = json!({
-        "name": "tls",
-        "typed_config": {
-            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
-            "common_tls_context": {
-                "tls_params": {},
-                "tls_certificates": tls_certificates(leaf),
-                "validation_context": {
-                    "trusted_ca": {"inline_string": roots},
-                    "match_typed_subject_alt_names": [{
-                        "san_type": "URI",
-                        "matcher": {"exact": format!("spiffe://{trust_domain}/ns/default/dc/dc1/svc/db")}
-                    }]
-                }
-            },
-            "sni": sni
-        }
-    });
+    cluster["transport_socket"] = upstream_tls(leaf, roots, trust_domain, &sni);
     json!({
         "admin": admin(admin_port),
         "node": {"id": "web-sidecar-proxy", "cluster": "web"},

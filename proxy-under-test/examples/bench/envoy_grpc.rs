@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 
 use serde_json::{Value, json};
 
-use super::envoy::{Pem, addr, admin, static_cluster, tls_certificates};
+use super::envoy::{Pem, addr, admin, downstream_tls, static_cluster, upstream_tls, web_principal};
 
 fn http2_cluster(name: &str, to: SocketAddr) -> Value {
     let mut c = static_cluster(name, to);
@@ -55,10 +55,7 @@ pub(crate) fn server_bootstrap(
     roots: &str,
     trust_domain: &str,
 ) -> Value {
-    let web = format!(
-        "^spiffe://{}/ns/default/dc/[^/]+/svc/web$",
-        trust_domain.replace('.', "\\.")
-    );
+    let web = web_principal(trust_domain);
     let filters = vec![
         json!({
             "name": "envoy.filters.http.grpc_stats",
@@ -91,19 +88,7 @@ pub(crate) fn server_bootstrap(
                 "address": addr(listen),
                 "filter_chains": [{
                     "filters": [hcm("public_listener", "local_app", filters)],
-                    "transport_socket": {
-                        "name": "tls",
-                        "typed_config": {
-                            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
-                            "common_tls_context": {
-                                "tls_params": {},
-                                "tls_certificates": tls_certificates(leaf),
-                                "validation_context": {"trusted_ca": {"inline_string": roots}},
-                                "alpn_protocols": ["h2", "http/1.1"]
-                            },
-                            "require_client_certificate": true
-                        }
-                    }
+                    "transport_socket": downstream_tls(leaf, roots, &["h2", "http/1.1"])
                 }]
             }],
             "clusters": [http2_cluster("local_app", app)]
@@ -122,24 +107,7 @@ pub(crate) fn client_bootstrap(
 ) -> Value {
     let sni = format!("db.default.dc1.internal.{trust_domain}");
     let mut cluster = http2_cluster(&sni, server);
-    cluster["transport_socket"] = json!({
-        "name": "tls",
-        "typed_config": {
-            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
-            "common_tls_context": {
-                "tls_params": {},
-                "tls_certificates": tls_certificates(leaf),
-                "validation_context": {
-                    "trusted_ca": {"inline_string": roots},
-                    "match_typed_subject_alt_names": [{
-                        "san_type": "URI",
-                        "matcher": {"exact": format!("spiffe://{trust_domain}/ns/default/dc/dc1/svc/db")}
-                    }]
-                }
-            },
-            "sni": sni
-        }
-    });
+    cluster["transport_socket"] = upstream_tls(leaf, roots, trust_domain, &sni);
     json!({
         "admin": admin(admin_port),
         "node": {"id": "web-sidecar-proxy", "cluster": "web"},

@@ -18,13 +18,11 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use proxy_under_test::{AgentClient, Proxy, RunningProxy};
-use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
 use super::envoy::{self, Envoy, Pem};
-use super::setup::free_addr;
+use super::setup::{Mesh, free_addr, mesh};
 use super::{BoxError, micros, percentile};
 
 /// Calls outstanding at once on the connection.
@@ -161,28 +159,13 @@ async fn wait_working(
 
 pub(crate) async fn run(envoy_bin: &std::path::Path) -> Result<(), BoxError> {
     let app = server().await?;
-    let sim = agent_sim::AgentSim::builder()
-        .run_checks(false)
-        .start()
-        .await?;
+    let Mesh {
+        sim,
+        db_proxy,
+        web_proxy,
+    } = mesh(app, Some("grpc")).await?;
     let c = sim.control();
     let td = c.trust_domain();
-    let public = free_addr().await?;
-    let upstream = free_addr().await?;
-    c.upsert_config_entry(&json!({"Kind": "service-defaults", "Name": "db", "Protocol": "grpc"}))?;
-    c.register(&json!({"Name": "db", "Address": "127.0.0.1", "Port": app.port()}))?;
-    c.register(&json!({"Kind": "connect-proxy", "Name": "db-sidecar-proxy",
-        "ID": "db-sidecar-proxy", "Address": "127.0.0.1", "Port": public.port(),
-        "Proxy": {"DestinationServiceName": "db", "DestinationServiceID": "db",
-            "LocalServiceAddress": "127.0.0.1", "LocalServicePort": app.port()}}))?;
-    c.register(&json!({"Name": "web", "Address": "127.0.0.1", "Port": 9,
-        "Connect": {"SidecarService": {"Port": free_addr().await?.port(), "Proxy": {"Upstreams": [
-            {"DestinationName": "db", "LocalBindAddress": "127.0.0.1",
-             "LocalBindPort": upstream.port()}]}}}}))?;
-    c.put_intention("web", "db", &json!({"Action": "allow"}))?;
-    let agent = || AgentClient::new(&sim.http_addr(), None);
-    let db_proxy: RunningProxy = Proxy::new(agent()?, "db-sidecar-proxy").start().await?;
-    let web_proxy: RunningProxy = Proxy::new(agent()?, "web-sidecar-proxy").start().await?;
     let ref_entry = web_proxy
         .upstream_addr("db")
         .ok_or("the web sidecar has no upstream listener for db")?;

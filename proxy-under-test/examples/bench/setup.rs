@@ -53,15 +53,28 @@ async fn wait_working(label: &str, path: &Path) -> Result<(), BoxError> {
     }
 }
 
-pub(crate) async fn world(app: SocketAddr, envoy_bin: &std::path::Path) -> Result<World, BoxError> {
+/// What both benchmarks measure through: an in-process agent-sim with `db` (the app at `app`,
+/// and `db_protocol` in its `service-defaults` if given) and `web` (an upstream listener for
+/// `db`), `web -> db` allowed, and the reference proxy as both sidecars.
+pub(crate) struct Mesh {
+    pub(crate) sim: agent_sim::Listening,
+    pub(crate) db_proxy: RunningProxy,
+    pub(crate) web_proxy: RunningProxy,
+}
+
+pub(crate) async fn mesh(app: SocketAddr, db_protocol: Option<&str>) -> Result<Mesh, BoxError> {
     let sim = agent_sim::AgentSim::builder()
         .run_checks(false)
         .start()
         .await?;
     let c = sim.control();
-    let td = c.trust_domain();
     let public = free_addr().await?;
     let upstream = free_addr().await?;
+    if let Some(protocol) = db_protocol {
+        c.upsert_config_entry(
+            &json!({"Kind": "service-defaults", "Name": "db", "Protocol": protocol}),
+        )?;
+    }
     // The sidecar is registered on its own, without the TCP/alias checks a `SidecarService`
     // gets: health checks do not run here, and web's sidecar needs db's proxy passing.
     c.register(&json!({"Name": "db", "Address": "127.0.0.1", "Port": app.port()}))?;
@@ -77,6 +90,21 @@ pub(crate) async fn world(app: SocketAddr, envoy_bin: &std::path::Path) -> Resul
     let agent = || AgentClient::new(&sim.http_addr(), None);
     let db_proxy = Proxy::new(agent()?, "db-sidecar-proxy").start().await?;
     let web_proxy = Proxy::new(agent()?, "web-sidecar-proxy").start().await?;
+    Ok(Mesh {
+        sim,
+        db_proxy,
+        web_proxy,
+    })
+}
+
+pub(crate) async fn world(app: SocketAddr, envoy_bin: &std::path::Path) -> Result<World, BoxError> {
+    let Mesh {
+        sim,
+        db_proxy,
+        web_proxy,
+    } = mesh(app, None).await?;
+    let c = sim.control();
+    let td = c.trust_domain();
 
     let web = c.issue_identity("web")?;
     let db = c.issue_identity("db")?;
