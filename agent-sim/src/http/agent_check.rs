@@ -14,8 +14,7 @@ use super::error::ApiError;
 use super::meta;
 use crate::acl::{Level, Resource};
 use crate::control::Control;
-use crate::duration::GoDuration;
-use crate::service::{self, CheckDefinition, HealthCheck, RegisterError};
+use crate::service::{self, CheckDefinition, RegisterError};
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
@@ -99,44 +98,12 @@ async fn register(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Res
         None => authz.require(Resource::Node, &node, Level::Write),
     }
     .map_err(ApiError::from_text)?;
-    let dur = |d: GoDuration| {
-        if d.0 == 0 {
-            String::new()
-        } else {
-            d.to_string()
-        }
+    let check_id = if ident.id.is_empty() {
+        def.name.clone()
+    } else {
+        ident.id
     };
-    let check = HealthCheck {
-        node,
-        check_id: if ident.id.is_empty() {
-            def.name.clone()
-        } else {
-            ident.id
-        },
-        name: def.name.clone(),
-        status: if def.status.is_empty() {
-            service::HEALTH_CRITICAL.into()
-        } else {
-            def.status.clone()
-        },
-        notes: def.notes.clone(),
-        service_id: owner.as_ref().map(|s| s.id.clone()).unwrap_or_default(),
-        service_name: owner
-            .as_ref()
-            .map(|s| s.service.clone())
-            .unwrap_or_default(),
-        service_tags: owner.map(|s| s.tags).unwrap_or_default(),
-        type_: def.type_name().into(),
-        interval: dur(def.interval),
-        timeout: dur(def.timeout),
-        ttl: Some(def.ttl).filter(|t| t.0 > 0),
-        tcp: def.tcp.clone(),
-        http: def.http.clone(),
-        grpc: def.grpc.clone(),
-        alias_service: def.alias_service.clone(),
-        alias_node: def.alias_node.clone(),
-        ..HealthCheck::default()
-    };
+    let check = def.to_health_check(node, check_id, def.name.clone(), owner.as_ref());
     c.store.put_local_check(check);
     Ok(meta::empty_ok())
 }

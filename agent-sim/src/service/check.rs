@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::model::{
-    HEALTH_CRITICAL, HEALTH_MAINTENANCE, HEALTH_PASSING, HEALTH_WARNING, HealthCheck,
+    HEALTH_CRITICAL, HEALTH_MAINTENANCE, HEALTH_PASSING, HEALTH_WARNING, HealthCheck, NodeService,
 };
 use crate::duration::GoDuration;
 
@@ -49,6 +49,49 @@ pub struct CheckDefinition {
 }
 
 impl CheckDefinition {
+    /// The health check this definition registers on `node` as `check_id`/`name`, bound to
+    /// `owner`'s service if any: status critical unless given, durations as Go prints them
+    /// (empty when zero), the TTL only when set. Indexes are the caller's.
+    pub(crate) fn to_health_check(
+        &self,
+        node: String,
+        check_id: String,
+        name: String,
+        owner: Option<&NodeService>,
+    ) -> HealthCheck {
+        let go_string = |d: GoDuration| {
+            if d.0 == 0 {
+                String::new()
+            } else {
+                d.to_string()
+            }
+        };
+        HealthCheck {
+            node,
+            check_id,
+            name,
+            status: if self.status.is_empty() {
+                HEALTH_CRITICAL.into()
+            } else {
+                self.status.clone()
+            },
+            notes: self.notes.clone(),
+            service_id: owner.map(|s| s.id.clone()).unwrap_or_default(),
+            service_name: owner.map(|s| s.service.clone()).unwrap_or_default(),
+            service_tags: owner.map(|s| s.tags.clone()).unwrap_or_default(),
+            type_: self.type_name().into(),
+            interval: go_string(self.interval),
+            timeout: go_string(self.timeout),
+            ttl: Some(self.ttl).filter(|t| t.0 > 0),
+            tcp: self.tcp.clone(),
+            http: self.http.clone(),
+            grpc: self.grpc.clone(),
+            alias_service: self.alias_service.clone(),
+            alias_node: self.alias_node.clone(),
+            ..HealthCheck::default()
+        }
+    }
+
     /// Validates like Consul's `CheckType.Validate`.
     pub fn validate(&self) -> Result<(), String> {
         let interval_check = self.is_script()

@@ -6,14 +6,11 @@
 use super::RegisterError;
 use super::check::{CheckDefinition, valid_status};
 use super::definition::ServiceDefinition;
-use super::model::{
-    HEALTH_CRITICAL, HealthCheck, NodeService, ServiceAddress, ServiceConnect, ServiceKind,
-};
+use super::model::{HealthCheck, NodeService, ServiceAddress, ServiceConnect, ServiceKind};
 use super::validate::{
     ip_is_v4, is_any_address, multierror, validate_for_agent, validate_node_service,
     validate_service_meta, validate_tagged_addresses, validate_weights,
 };
-use crate::duration::GoDuration;
 
 /// Suffix of a sidecar's service ID and default name.
 pub const SIDECAR_SUFFIX: &str = "-sidecar-proxy";
@@ -332,37 +329,7 @@ fn build_check(
     } else {
         def.name.clone()
     };
-    let go_string = |d: GoDuration| {
-        if d.0 == 0 {
-            String::new()
-        } else {
-            d.to_string()
-        }
-    };
-    HealthCheck {
-        node: node.to_owned(),
-        check_id,
-        name,
-        status: if def.status.is_empty() {
-            HEALTH_CRITICAL.into()
-        } else {
-            def.status.clone()
-        },
-        notes: def.notes.clone(),
-        service_id: ns.id.clone(),
-        service_name: ns.service.clone(),
-        service_tags: ns.tags.clone(),
-        type_: def.type_name().into(),
-        interval: go_string(def.interval),
-        timeout: go_string(def.timeout),
-        ttl: Some(def.ttl).filter(|t| t.0 > 0),
-        tcp: def.tcp.clone(),
-        http: def.http.clone(),
-        grpc: def.grpc.clone(),
-        alias_service: def.alias_service.clone(),
-        alias_node: def.alias_node.clone(),
-        ..HealthCheck::default()
-    }
+    def.to_health_check(node.to_owned(), check_id, name, Some(ns))
 }
 
 mod sidecar;

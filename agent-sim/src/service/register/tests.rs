@@ -1,6 +1,7 @@
 //! Tests for registration expansion: sidecars, ports, checks, errors and indexes.
 
 use super::*;
+use crate::duration::GoDuration;
 use crate::service::{HealthCheckDefinition, decode_register};
 
 fn def(body: &str) -> ServiceDefinition {
