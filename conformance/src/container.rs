@@ -297,30 +297,7 @@ impl ProxyContainer {
         targets: &[ListenAddr],
         timeout: Duration,
     ) -> Result<Duration, NotReady> {
-        let start = Instant::now();
-        let deadline = start + timeout;
-        let mut pending: Vec<ListenAddr> = targets.to_vec();
-        loop {
-            if let Some(status) = self.exited().await {
-                return Err(NotReady {
-                    waited: start.elapsed(),
-                    pending,
-                    exited: Some(status),
-                });
-            }
-            pending = crate::proxy::still_refusing(pending).await;
-            if pending.is_empty() {
-                return Ok(start.elapsed());
-            }
-            if Instant::now() >= deadline {
-                return Err(NotReady {
-                    waited: start.elapsed(),
-                    pending,
-                    exited: None,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        crate::proxy::wait_listening(self, targets, timeout).await
     }
 
     /// Stops the container (SIGTERM, up to `grace`, SIGKILL) and removes it.
@@ -374,6 +351,12 @@ impl ProxyContainer {
     /// How long the container has been running.
     pub fn uptime(&self) -> Duration {
         self.started.elapsed()
+    }
+}
+
+impl crate::proxy::Supervised for ProxyContainer {
+    async fn exit_text(&mut self) -> Option<String> {
+        self.exited().await
     }
 }
 

@@ -88,6 +88,45 @@ pub fn live_groups() -> Vec<i32> {
     LIVE.lock().iter().copied().collect()
 }
 
+/// A running proxy under test (a process or a container) that can say whether it has ended.
+pub(crate) trait Supervised {
+    /// How the proxy ended (its exit status as text), or `None` while it runs.
+    fn exit_text(&mut self) -> impl Future<Output = Option<String>> + Send;
+}
+
+/// Polls until every one of `targets` accepts connections, `timeout` passes, or the proxy ends
+/// (asked before each round): the readiness wait of a process and of a container alike.
+pub(crate) async fn wait_listening(
+    proxy: &mut impl Supervised,
+    targets: &[ListenAddr],
+    timeout: Duration,
+) -> Result<Duration, NotReady> {
+    let start = Instant::now();
+    let deadline = start + timeout;
+    let mut pending: Vec<ListenAddr> = targets.to_vec();
+    loop {
+        if let Some(status) = proxy.exit_text().await {
+            return Err(NotReady {
+                waited: start.elapsed(),
+                pending,
+                exited: Some(status),
+            });
+        }
+        pending = still_refusing(pending).await;
+        if pending.is_empty() {
+            return Ok(start.elapsed());
+        }
+        if Instant::now() >= deadline {
+            return Err(NotReady {
+                waited: start.elapsed(),
+                pending,
+                exited: None,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The addresses of `pending` that do not accept a connection now (each tried for 500 ms).
 pub(crate) async fn still_refusing(pending: Vec<ListenAddr>) -> Vec<ListenAddr> {
     let mut still = Vec::new();
@@ -121,6 +160,12 @@ impl ProxyCommand {
             c.uid(id).gid(id);
         }
         Ok((c, program))
+    }
+}
+
+impl Supervised for ProxyProcess {
+    async fn exit_text(&mut self) -> Option<String> {
+        self.exited().map(|status| status.to_string())
     }
 }
 
@@ -193,30 +238,7 @@ impl ProxyProcess {
         targets: &[ListenAddr],
         timeout: Duration,
     ) -> Result<Duration, NotReady> {
-        let start = Instant::now();
-        let deadline = start + timeout;
-        let mut pending: Vec<ListenAddr> = targets.to_vec();
-        loop {
-            if let Some(status) = self.exited() {
-                return Err(NotReady {
-                    waited: start.elapsed(),
-                    pending,
-                    exited: Some(status.to_string()),
-                });
-            }
-            pending = still_refusing(pending).await;
-            if pending.is_empty() {
-                return Ok(start.elapsed());
-            }
-            if Instant::now() >= deadline {
-                return Err(NotReady {
-                    waited: start.elapsed(),
-                    pending,
-                    exited: None,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait_listening(self, targets, timeout).await
     }
 
     /// SIGTERM to the group, up to `grace` for the child to exit, then SIGKILL to the group
