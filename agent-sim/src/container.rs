@@ -2,7 +2,7 @@
 //! testcontainers [`Image`] for the `agent-sim` image (`agent-sim/Dockerfile`, built by
 //! `scripts/build-images.sh`). The container shares the host's network (no bridge), so the
 //! HTTP and gRPC ports are flags: free loopback ports are picked when the image is made, and the
-//! sim listens on `0.0.0.0` inside the container only because that network is the host's.
+//! sim listens on them on 127.0.0.1, which inside the container is the host's loopback.
 //! Readiness is the last line the binary prints once listening and preloaded.
 //!
 //! ```no_run
@@ -151,10 +151,10 @@ impl AgentSimImage {
     pub fn flags(&self) -> Vec<String> {
         let mut f = vec![
             "--listen".to_owned(),
-            format!("0.0.0.0:{}", self.http_port),
+            format!("127.0.0.1:{}", self.http_port),
             "--grpc-listen".to_owned(),
             self.grpc_port
-                .map_or_else(|| "off".to_owned(), |p| format!("0.0.0.0:{p}")),
+                .map_or_else(|| "off".to_owned(), |p| format!("127.0.0.1:{p}")),
         ];
         if let Some(t) = &self.acl_token {
             f.extend([

@@ -15,6 +15,7 @@ pub(crate) mod chain;
 pub(crate) mod config;
 pub(crate) mod connect;
 mod control;
+mod control_auth;
 mod health;
 pub(crate) mod intentions;
 mod serve;

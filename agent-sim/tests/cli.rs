@@ -175,3 +175,56 @@ fn ca_flags_reach_the_ca() {
     assert_eq!(config["Config"]["PrivateKeyType"], "rsa", "{config}");
     assert_eq!(config["Config"]["PrivateKeyBits"], 2048, "{config}");
 }
+
+#[test]
+fn non_loopback_listeners_need_the_flag_and_warn() {
+    for args in [
+        &["--listen", "0.0.0.0:0", "--grpc-listen", "off"][..],
+        &["--listen", "127.0.0.1:0", "--grpc-listen", "[::]:0"][..],
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--grpc-listen",
+            "off",
+            "--control-listen",
+            "0.0.0.0:0",
+        ][..],
+    ] {
+        let (code, _, err) = agent_sim(args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("not a loopback address") && err.contains("--allow-non-loopback"),
+            "{args:?}: {err}"
+        );
+    }
+    // With the flag it serves, after a warning on stderr.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-sim"))
+        .args([
+            "--listen",
+            "0.0.0.0:0",
+            "--grpc-listen",
+            "off",
+            "--allow-non-loopback",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agent-sim runs");
+    let stdout = child.stdout.take().expect("stdout");
+    let serving = std::io::BufRead::lines(std::io::BufReader::new(stdout))
+        .map_while(Result::ok)
+        .any(|l| l.starts_with("export CONSUL_HTTP_ADDR="));
+    child.kill().expect("kill");
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        serving,
+        "it serves with --allow-non-loopback; stderr: {err}"
+    );
+    assert!(
+        err.contains("WARNING: listening on non-loopback 0.0.0.0:")
+            && err.contains("/_sim/ control API (no --acl: it is unauthenticated)"),
+        "{err}"
+    );
+}

@@ -136,7 +136,11 @@ async fn unknown_proxy_waits_and_the_log_is_served() {
         tokio::time::timeout(QUIET, s.rx.message()).await.is_err(),
         "an unregistered proxy was answered"
     );
-    let body: serde_json::Value = reqwest::get(format!("{}/_sim/xds-log", sim.url()))
+    // ACLs are on: the control API wants the management token.
+    let body: serde_json::Value = reqwest::Client::new()
+        .get(format!("{}/_sim/xds-log", sim.url()))
+        .header("X-Consul-Token", "root")
+        .send()
         .await
         .expect("GET")
         .json()

@@ -40,14 +40,22 @@ pub fn app(control: Control) -> Router {
         ));
     Router::new()
         .merge(v1)
-        .nest("/_sim", super::control::routes())
+        .nest("/_sim", control_routes(&control))
         .with_state(control)
+}
+
+/// The `/_sim/` routes behind the management-token check (with ACLs on).
+fn control_routes(control: &Control) -> Router<Control> {
+    super::control::routes().layer(axum::middleware::from_fn_with_state(
+        control.clone(),
+        super::control_auth::require_management,
+    ))
 }
 
 /// Serves only the `/_sim/` control API (for the separate control port).
 pub fn control_app(control: Control) -> Router {
     Router::new()
-        .nest("/_sim", super::control::routes())
+        .nest("/_sim", control_routes(&control))
         .with_state(control)
 }
 

@@ -179,3 +179,65 @@ async fn default_allow_and_authorize_default_reason() {
         json!({"Authorized": false, "Reason": "Default intention policy"})
     );
 }
+
+#[tokio::test]
+async fn control_api_requires_the_management_token() {
+    // Default allow is the lenient case: even there an anonymous request may not drive the sim.
+    for default in [DefaultPolicy::Allow, DefaultPolicy::Deny] {
+        let a = secured(default);
+        let ordinary = a
+            .control
+            .create_token(r#"service_prefix "" { policy = "write" }"#, "sidecar")
+            .unwrap();
+        for (path, method) in [
+            ("/_sim/faults", Method::GET),
+            ("/_sim/ca/rotate", Method::POST),
+            ("/_sim/forge", Method::POST),
+            ("/_sim/no-such-endpoint", Method::GET),
+        ] {
+            let r = a.call(method.clone(), path, None, None).await;
+            assert_eq!(r.status, 403, "anonymous {method} {path}: {}", r.text);
+            assert!(r.text.contains("the anonymous token"), "{}", r.text);
+            let r = a
+                .call(method.clone(), path, Some(&ordinary.secret_id), None)
+                .await;
+            assert_eq!(r.status, 403, "ordinary token {method} {path}: {}", r.text);
+            assert!(
+                r.text.contains("requires the management token"),
+                "{}",
+                r.text
+            );
+            let r = a.call(method.clone(), path, Some("bogus"), None).await;
+            assert_eq!((r.status, r.text.as_str()), (403, "ACL not found"));
+        }
+        let roots_before = a.control.root_pems().len();
+        let r = a
+            .call(Method::POST, "/_sim/ca/rotate", Some("root"), None)
+            .await;
+        assert_eq!(r.status, 200, "management token: {}", r.text);
+        assert_eq!(a.control.root_pems().len(), roots_before + 1, "rotated");
+        let r = a.get("/_sim/faults?token=root").await;
+        assert_eq!(r.status, 200, "?token= works too");
+    }
+}
+
+#[tokio::test]
+async fn control_port_requires_the_management_token_too() {
+    let n = super::support::net(
+        builder()
+            .acls("root", DefaultPolicy::Allow)
+            .control_bind("127.0.0.1:0".parse().unwrap()),
+    )
+    .await;
+    let url = format!("http://{}/_sim/faults", n.sim.control_addr().unwrap());
+    let r = n.client.get(&url).send().await.unwrap();
+    assert_eq!(r.status(), 403);
+    let r = n
+        .client
+        .get(&url)
+        .header("X-Consul-Token", "root")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}

@@ -23,9 +23,14 @@ mod scenario;
 #[derive(Debug, Parser)]
 #[command(name = "agent-sim", version)]
 struct Cli {
-    /// Address to serve the agent HTTP API on.
+    /// Address to serve the agent HTTP API on (loopback unless --allow-non-loopback).
     #[arg(long, default_value = "127.0.0.1:8500", value_name = "ADDR")]
     listen: SocketAddr,
+    /// Allow --listen, --control-listen or --grpc-listen on a non-loopback address. Anyone who
+    /// reaches the agent can then read its leaf keys and, without --acl, drive the /_sim/
+    /// control API (rotate the CA, forge identities, inject faults): a warning is printed.
+    #[arg(long)]
+    allow_non_loopback: bool,
     /// Also serve the control API on this separate address (reachable while the agent is down).
     #[arg(long, value_name = "ADDR")]
     control_listen: Option<SocketAddr>,
@@ -134,6 +139,15 @@ fn ca_key_kind(key_type: Option<CaKeyType>, bits: Option<u32>) -> anyhow::Result
     })
 }
 
+/// The listen addresses that are not loopback.
+fn non_loopback(cli: &Cli) -> Vec<SocketAddr> {
+    [Some(cli.listen), cli.control_listen, cli.grpc_listen.0]
+        .into_iter()
+        .flatten()
+        .filter(|a| !a.ip().is_loopback())
+        .collect()
+}
+
 /// `--grpc-listen`: an address, or `off`.
 #[derive(Debug, Clone, Copy)]
 struct GrpcListen(Option<SocketAddr>);
@@ -204,6 +218,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         return Ok(());
     }
     init_tracing(&cli.log_level, cli.log_json);
+    let exposed = non_loopback(&cli);
+    if !exposed.is_empty() {
+        let list = exposed.iter().map(ToString::to_string).collect::<Vec<_>>();
+        anyhow::ensure!(
+            cli.allow_non_loopback,
+            "refusing to listen on {}: not a loopback address; agent-sim serves leaf private \
+             keys and a control API that rotates the CA and forges identities, so exposing it \
+             needs --allow-non-loopback (and --acl, so /_sim/ needs the management token)",
+            list.join(", ")
+        );
+        eprintln!(
+            "agent-sim: WARNING: listening on non-loopback {}: anyone who can reach it can read \
+             leaf private keys{}",
+            list.join(", "),
+            if cli.acl {
+                ""
+            } else {
+                " and drive the /_sim/ control API (no --acl: it is unauthenticated)"
+            }
+        );
+    }
     let scenario = cli
         .scenario
         .as_deref()

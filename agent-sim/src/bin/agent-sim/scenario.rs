@@ -162,7 +162,8 @@ pub(crate) async fn play(
         );
     }
     println!(
-        "client identities for probes: POST /_sim/identity/<service> or /_sim/forge on this agent\n"
+        "client identities for probes: POST /_sim/identity/<service> or /_sim/forge on this agent \
+         (with the management token printed above as X-Consul-Token)\n"
     );
     wait_to_start(pace).await;
 
