@@ -77,52 +77,75 @@ fn garbage_on_the_public_listener() {
     );
 }
 
-#[test]
-fn truncated_and_stalled_client_hellos() {
-    let rt = runtime();
-    rt.block_on(async {
-        let (w, mut child) = world(json!({}), None).await;
-        let web = w.probe("web");
-        let baseline = child.fds();
-        let hello = client_hello(&web);
-        // Every prefix, then a half-close: the proxy sees EOF mid-handshake and closes at once
-        // (well before the handshake timeout).
-        for chunk in (0..hello.len()).collect::<Vec<_>>().chunks(32) {
-            let mut set = JoinSet::new();
-            for &cut in chunk {
-                let (addr, bytes) = (w.public(), hello[..cut].to_vec());
-                set.spawn(async move { (cut, attack(addr, &bytes, Then::HalfClose, PATIENCE).await) });
-            }
-            while let Some(r) = set.join_next().await {
-                let (cut, closed) = r.unwrap();
-                let took = closed.unwrap_or_else(|| panic!("cut at {cut}: never closed"));
-                assert!(took < HANDSHAKE_TIMEOUT, "cut at {cut}: closed after {took:?}, by the timeout, not on EOF");
-            }
-            child.assert_alive("truncated ClientHellos");
-        }
-        assert!(web.works(w.public()).await, "web after truncated ClientHellos");
-
-        // Stalls at the interesting points: nothing, 1 byte, half a record header, a whole
-        // header, the handshake header, half the hello, all but one byte, the whole hello (the
-        // proxy answers and waits for our certificate). All closed by the handshake timeout.
-        let n = hello.len();
+/// Every prefix of a real ClientHello, then a half-close: the proxy sees EOF mid-handshake and
+/// closes at once, long before its (here 60 s) handshake timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncated_client_hellos() {
+    let (w, mut child) = world(json!({"Config": {"handshake_timeout_ms": 60_000}}), None).await;
+    let web = w.probe("web");
+    let baseline = child.fds();
+    let hello = client_hello(&web);
+    for chunk in (0..hello.len()).collect::<Vec<_>>().chunks(32) {
         let mut set = JoinSet::new();
-        for cut in [0, 1, 3, 5, 9, n / 2, n - 1, n] {
+        for &cut in chunk {
             let (addr, bytes) = (w.public(), hello[..cut].to_vec());
-            set.spawn(async move { (cut, attack(addr, &bytes, Then::Stall, HANDSHAKE_TIMEOUT * 10).await) });
+            set.spawn(async move {
+                let closed = attack(addr, &bytes, Then::HalfClose, PATIENCE).await;
+                (cut, closed)
+            });
         }
         while let Some(r) = set.join_next().await {
             let (cut, closed) = r.unwrap();
-            let took = closed.unwrap_or_else(|| panic!("stall after {cut} bytes: never closed"));
             assert!(
-                took + Duration::from_millis(300) >= HANDSHAKE_TIMEOUT && took < HANDSHAKE_TIMEOUT * 4,
-                "stall after {cut} bytes closed after {took:?}, not at the {HANDSHAKE_TIMEOUT:?} handshake timeout"
+                closed.is_some(),
+                "cut at {cut}: still open {PATIENCE:?} after EOF"
             );
         }
-        child.assert_alive("stalled handshakes");
-        assert!(web.works(w.public()).await, "web after stalled handshakes");
-        child.settles(w.public_port, baseline, "truncated and stalled handshakes closed").await;
-    });
+        child.assert_alive("truncated ClientHellos");
+    }
+    assert!(
+        web.works(w.public()).await,
+        "web after truncated ClientHellos"
+    );
+    child
+        .settles(w.public_port, baseline, "truncated handshakes closed")
+        .await;
+}
+
+/// Stalls at the interesting points: nothing, 1 byte, half a record header, a whole header, the
+/// handshake header, half the hello, all but one byte, the whole hello (the proxy answers and
+/// waits for our certificate). All closed by the handshake timeout, not before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_client_hellos() {
+    let (w, mut child) = world(json!({}), None).await;
+    let web = w.probe("web");
+    let baseline = child.fds();
+    let hello = client_hello(&web);
+    let n = hello.len();
+    let mut set = JoinSet::new();
+    for cut in [0, 1, 3, 5, 9, n / 2, n - 1, n] {
+        let (addr, bytes) = (w.public(), hello[..cut].to_vec());
+        set.spawn(async move {
+            let closed = attack(addr, &bytes, Then::Stall, PATIENCE).await;
+            (cut, closed)
+        });
+    }
+    while let Some(r) = set.join_next().await {
+        let (cut, closed) = r.unwrap();
+        let took = closed.unwrap_or_else(|| panic!("stall after {cut} bytes: never closed"));
+        // The proxy's clock starts at accept, just before ours: allow a little under.
+        assert!(
+            took + Duration::from_millis(300) >= HANDSHAKE_TIMEOUT,
+            "stall after {cut} bytes closed after {took:?}, before the {HANDSHAKE_TIMEOUT:?} \
+             handshake timeout"
+        );
+        println!("stall after {cut} bytes: closed after {took:?}");
+    }
+    child.assert_alive("stalled handshakes");
+    assert!(web.works(w.public()).await, "web after stalled handshakes");
+    child
+        .settles(w.public_port, baseline, "stalled handshakes closed")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
