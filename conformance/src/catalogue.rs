@@ -18,16 +18,25 @@ pub fn builtin() -> Vec<Scenario> {
 
 /// Parses and validates one scenario file (TOML); errors name the file, line and field.
 pub fn parse(path: &str, text: &str) -> Result<Scenario, Error> {
-    scenarios::parse(path, text).map_err(|e| Error::Scenario {
+    scenarios::parse(path, text).map_err(scenario_error)
+}
+
+fn scenario_error(e: scenarios::ScenarioError) -> Error {
+    Error::Scenario {
         path: match e.line {
             Some(l) => format!("{}:{l}", e.path),
             None => e.path.clone(),
         },
         message: match &e.field {
             Some(f) => format!("{f}: {}", e.message),
-            None => e.message.clone(),
+            None => e.message,
         },
-    })
+    }
+}
+
+/// [`parse`] for a file's raw bytes (invalid UTF-8 is named with its line).
+pub fn parse_bytes(path: &str, bytes: &[u8]) -> Result<Scenario, Error> {
+    scenarios::parse_bytes(path, bytes).map_err(scenario_error)
 }
 
 /// Every `*.toml` file under `dir` (recursively, in path order).
@@ -38,9 +47,9 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, Error> {
     files
         .iter()
         .map(|f| {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| Error::io(format!("read {}", f.display()), e))?;
-            parse(&f.display().to_string(), &text)
+            let bytes =
+                std::fs::read(f).map_err(|e| Error::io(format!("read {}", f.display()), e))?;
+            parse_bytes(&f.display().to_string(), &bytes)
         })
         .collect()
 }

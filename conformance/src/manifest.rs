@@ -249,6 +249,20 @@ impl Manifest {
         Ok(manifest)
     }
 
+    /// [`Manifest::parse`] for a file's raw bytes: text that is not UTF-8 is refused with the line
+    /// of the first bad byte.
+    pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Self, Error> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let valid = e.valid_up_to();
+            let line = bytes[..valid].iter().filter(|b| **b == b'\n').count() + 1;
+            Error::Manifest {
+                origin: format!("{}:{line}", path.display()),
+                message: format!("not valid UTF-8 (byte offset {valid})"),
+            }
+        })?;
+        Self::parse(path, text)
+    }
+
     /// A manifest from flags only: the name is the program's file name.
     pub fn from_command(command: &str) -> Result<Self, Error> {
         let words = template::split(command).map_err(|message| Error::Template {

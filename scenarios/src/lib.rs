@@ -23,6 +23,6 @@ pub use names::{
     BLOCKING_FAMILIES, BROKEN_BEHAVIOURS, ENVIRONMENT_TAMPERS, FEATURES, HEALTH_STATUSES,
     L7_PROTOCOLS, PROTOCOLS,
 };
-pub use parse::parse;
+pub use parse::{parse, parse_bytes};
 pub use timeouts::Timeouts;
 pub use validate::{MARKER_SOURCE, parse_socket_mode, validate, validate_all};

@@ -44,6 +44,21 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, ScenarioError> {
     Ok(scenario)
 }
 
+/// [`parse`] for a file's raw bytes: text that is not UTF-8 is refused with the line of the first
+/// bad byte (reading the file with `read_to_string` would only say "invalid UTF-8", no line).
+pub fn parse_bytes(path: &str, bytes: &[u8]) -> Result<Scenario, ScenarioError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let valid = e.valid_up_to();
+        ScenarioError {
+            path: path.to_owned(),
+            line: Some(bytes[..valid].iter().filter(|b| **b == b'\n').count() + 1),
+            field: None,
+            message: format!("not valid UTF-8 (byte offset {valid})"),
+        }
+    })?;
+    parse(path, text)
+}
+
 /// Deserializes the spanned document; an error comes with its field and toml's span (start
 /// offset) as a fallback location.
 fn deserialize(doc: &toml::Spanned<DeTable<'_>>) -> Result<Scenario, (FieldError, Option<usize>)> {

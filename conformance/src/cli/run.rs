@@ -40,9 +40,9 @@ async fn interrupted() {
 pub(crate) fn manifest(args: &RunArgs) -> Result<Manifest, Error> {
     let mut m = match (&args.manifest, &args.proxy_cmd) {
         (Some(path), cmd) => {
-            let text = std::fs::read_to_string(path)
+            let bytes = std::fs::read(path)
                 .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
-            let mut m = Manifest::parse(path, &text)?;
+            let mut m = Manifest::parse_bytes(path, &bytes)?;
             if let Some(cmd) = cmd {
                 crate::template::check(cmd)?;
                 m.set_command(cmd);
