@@ -34,8 +34,11 @@ fn read(path: &Path) -> Report {
     Report::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// Per-scenario verdicts and per-profile outcomes.
+type Grades = (Vec<(String, Verdict)>, Vec<(Profile, Outcome)>);
+
 /// What must not change between an unsharded run and its merged shards.
-fn verdicts(r: &Report) -> (Vec<(String, Verdict)>, Vec<(Profile, Outcome)>) {
+fn verdicts(r: &Report) -> Grades {
     (
         r.scenarios
             .iter()
