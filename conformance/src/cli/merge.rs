@@ -75,3 +75,6 @@ pub fn durations(args: &DurationsArgs) -> Result<ExitCode, Error> {
     print!("{}", table.to_toml());
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests;
