@@ -370,7 +370,10 @@ pub async fn run_all(cfg: &RunConfig, plan: Vec<Planned>, progress: Arc<dyn Prog
         started_at,
         cfg.seed,
     );
-    report.shard = cfg.shard.clone();
+    if let Some(shard) = &cfg.shard {
+        report.environment.notes.push(shard.note());
+        report.shard = Some(shard.clone());
+    }
     progress.start(plan.len());
     let permits = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
     let cfg = Arc::new(cfg.clone());

@@ -72,6 +72,11 @@ fn whole_and_merged(tmp: &Path, extra: &[&str]) -> (Option<i32>, Report) {
         let ids: Vec<&String> = r.scenarios.iter().map(|s| &s.id).collect();
         assert_eq!(ids, info.mine.iter().collect::<Vec<_>>(), "only its own");
         assert!(!info.mine.is_empty(), "7 scenarios over 3 shards");
+        assert!(
+            r.environment.notes.contains(&info.note()),
+            "{:?}",
+            r.environment.notes
+        );
         shard_exits.push(out.status.code());
     }
     // Shard order on the command line does not matter.
@@ -92,6 +97,9 @@ fn whole_and_merged(tmp: &Path, extra: &[&str]) -> (Option<i32>, Report) {
     );
     assert_eq!(verdicts(&m), verdicts(&w), "{}", explain(&merge));
     assert_eq!(m.shard, None);
+    let notes = m.environment.notes.join("\n");
+    assert!(!notes.contains("merge joins the shards"), "{notes}");
+    assert!(notes.contains("merged from 3 shards"), "{notes}");
     assert_eq!(m.seed, w.seed);
     assert_eq!(m.proxy, w.proxy);
     assert_eq!(

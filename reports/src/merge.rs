@@ -209,6 +209,7 @@ pub fn merge(shards: &[(String, Report)]) -> Result<Report, MergeError> {
         env.hostname = None;
     }
     env.ci = shards.iter().any(|(_, r)| r.environment.ci);
+    env.notes.retain(|n| *n != plan.note());
     env.notes.push(format!(
         "merged from {} shards (conformance merge); duration is the longest shard's",
         plan.count

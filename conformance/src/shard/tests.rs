@@ -28,14 +28,16 @@ fn shard_specs_parse_and_bad_ones_name_the_fix() {
 #[test]
 fn the_recorded_table_parses_and_covers_the_catalogue() {
     let table = Durations::recorded().unwrap();
-    let missing: Vec<String> = crate::catalogue::builtin()
+    let ids: Vec<String> = crate::catalogue::builtin()
         .into_iter()
         .map(|s| s.id)
-        .filter(|id| !table.0.contains_key(id))
         .collect();
+    let missing: Vec<&String> = ids.iter().filter(|id| !table.0.contains_key(*id)).collect();
+    let stale: Vec<&String> = table.0.keys().filter(|id| !ids.contains(id)).collect();
     assert!(
-        missing.is_empty(),
-        "not in scenarios/catalogue/durations.toml (regenerate it, see its header): {missing:?}"
+        missing.is_empty() && stale.is_empty(),
+        "scenarios/catalogue/durations.toml is out of date (regenerate it, see its header): \
+         missing {missing:?}, no such scenario {stale:?}"
     );
 }
 

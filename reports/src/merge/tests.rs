@@ -30,6 +30,9 @@ fn split(count: u32) -> Vec<(String, Report)> {
                 mine: r.scenarios.iter().map(|s| s.id.clone()).collect(),
                 claimed: vec![Profile::Core, Profile::Extended],
             });
+            // As the runner does: a shard says so in its notes.
+            let note = r.shard.as_ref().map(ShardInfo::note).unwrap_or_default();
+            r.environment.notes.push(note);
             (format!("shard-{index}/report.json"), r.graded())
         })
         .collect()
@@ -53,6 +56,15 @@ fn three_shards_merge_into_the_unsharded_verdicts() {
     }
     let notes = &merged.environment.notes;
     assert!(notes.iter().any(|n| n.starts_with("merged from 3 shards")));
+    assert!(
+        !notes.iter().any(|n| n.contains("merge joins the shards")),
+        "the first shard's own note is dropped: {notes:?}"
+    );
+    assert_eq!(
+        notes.first(),
+        whole.environment.notes.first(),
+        "the run's notes stay"
+    );
     assert!(
         notes
             .iter()

@@ -19,3 +19,19 @@ pub struct ShardInfo {
     /// The profiles the whole run claims (`--profile`, else every profile of the plan).
     pub claimed: Vec<Profile>,
 }
+
+// === impl ShardInfo ===
+
+impl ShardInfo {
+    /// The environment note a shard's report carries (and a merged report drops), e.g.
+    /// `shard 2/3: 15 of 44 planned scenario(s); conformance merge joins the shards`.
+    pub fn note(&self) -> String {
+        format!(
+            "shard {}/{}: {} of {} planned scenario(s); conformance merge joins the shards",
+            self.index,
+            self.count,
+            self.mine.len(),
+            self.planned.len()
+        )
+    }
+}
