@@ -155,3 +155,39 @@ proptest! {
         prop_assert!(makespan * 3 * n <= (4 * n - 1) * opt, "{makespan} vs optimum {opt}");
     }
 }
+
+#[test]
+fn the_shards_of_the_catalogue_hold_every_planned_scenario_once_in_plan_order() {
+    let sel = crate::catalogue::Selection {
+        skip: vec!["ca-*".into()],
+        ..Default::default()
+    };
+    let plan = crate::catalogue::select(crate::catalogue::builtin(), &sel);
+    let ids: Vec<String> = plan.iter().map(|p| p.scenario().id.clone()).collect();
+    let table = Durations::recorded().unwrap();
+    for count in 1..=12 {
+        let mut seen: Vec<String> = Vec::new();
+        for index in 1..=count {
+            let spec = ShardSpec { index, count };
+            let (mine, info) = select(plan.clone(), spec, &table, vec![]);
+            assert_eq!(info.planned, ids);
+            let mine_ids: Vec<String> = mine.iter().map(|p| p.scenario().id.clone()).collect();
+            assert_eq!(info.mine, mine_ids);
+            // In plan order, and a skipped scenario stays skipped.
+            let order: Vec<usize> = mine_ids
+                .iter()
+                .filter_map(|id| ids.iter().position(|i| i == id))
+                .collect();
+            assert!(order.windows(2).all(|w| w[0] < w[1]), "{count}: {order:?}");
+            for p in &mine {
+                let skipped = matches!(p, Planned::Skip(_));
+                assert_eq!(skipped, p.scenario().id.starts_with("ca-"));
+            }
+            seen.extend(mine_ids);
+        }
+        seen.sort();
+        let mut want = ids.clone();
+        want.sort();
+        assert_eq!(seen, want, "{count} shards: each scenario exactly once");
+    }
+}
