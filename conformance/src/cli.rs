@@ -1,10 +1,12 @@
-//! The command line: `conformance run`, `conformance list`, `conformance gate` and the hidden
-//! `conformance reference-proxy` (the bundled reference proxy, run in-process).
+//! The command line: `conformance run`, `conformance list`, `conformance gate`, `conformance
+//! merge` and `conformance durations` (sharded runs), and the hidden `conformance
+//! reference-proxy` (the bundled reference proxy, run in-process).
 //!
 //! Exit codes: 0 = every claimed profile is a success (gate: the profile is), 1 = not, 2 =
 //! usage or harness error (also when any scenario ended `error`; reports are still written),
 //! 130 = interrupted.
 
+mod merge;
 mod reference;
 mod run;
 
@@ -13,9 +15,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use self::merge::{durations, merge};
 pub use self::reference::{redirect_traffic, reference_proxy};
 pub use self::run::{list, run};
 use crate::error::Error;
+use crate::shard::ShardSpec;
 
 /// Exit code: a claimed profile is not a success.
 pub const EXIT_FAILED: u8 = 1;
@@ -43,6 +47,13 @@ pub enum Command {
     List(ListArgs),
     /// Exit 0 only if PROFILE is a full success in REPORT (re-graded from its checks).
     Gate(GateArgs),
+    /// Merge the report.json of every shard of a `run --shard K/N` into one report (all four
+    /// renderings); refuses shards of different runs, a missing or doubled shard. Exit codes
+    /// as `run`'s.
+    Merge(MergeArgs),
+    /// Print the durations table `run --shard` balances by (TOML, id = ms) from reports, e.g.
+    /// `conformance durations report.json > scenarios/catalogue/durations.toml`.
+    Durations(DurationsArgs),
     /// Run the bundled reference proxy in-process (used by the default manifest).
     #[command(hide = true, name = "reference-proxy")]
     ReferenceProxy(ReferenceArgs),
@@ -108,6 +119,16 @@ pub struct RunArgs {
     /// (replaces the manifest's `[xds] tls_mode`; recorded in the report).
     #[arg(long, value_name = "MODE")]
     pub xds_tls_mode: Option<String>,
+    /// Run only shard K of N (1-based) of the selected scenarios, e.g. 2/3: a stable partition
+    /// balanced by recorded durations, the same in every job; `conformance merge` joins the
+    /// shards' reports.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<ShardSpec>,
+    /// With --shard: the durations to balance by, a previous run's report.json (e.g. from a CI
+    /// cache) or a table as `conformance durations` prints (default: the built-in
+    /// scenarios/catalogue/durations.toml). Every shard must use the same.
+    #[arg(long, value_name = "FILE", requires = "shard")]
+    pub durations: Option<PathBuf>,
 }
 
 /// `conformance list`.
@@ -131,6 +152,31 @@ pub struct GateArgs {
     pub profile: String,
 }
 
+/// `conformance merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The report.json of every shard (any order).
+    #[arg(required = true, value_name = "REPORT.json")]
+    pub reports: Vec<PathBuf>,
+    /// Where the merged report.json, junit.xml, report.md and report.html go.
+    #[arg(
+        short = 'o',
+        long,
+        value_name = "DIR",
+        default_value = "conformance-report"
+    )]
+    pub report_dir: PathBuf,
+}
+
+/// `conformance durations`.
+#[derive(Debug, Args)]
+pub struct DurationsArgs {
+    /// Reports (a whole run, a merged run, or every shard's); an id in several keeps its
+    /// longest duration.
+    #[arg(required = true, value_name = "REPORT.json")]
+    pub reports: Vec<PathBuf>,
+}
+
 /// `conformance reference-proxy ...` / `conformance redirect-traffic ...` (their own flags).
 #[derive(Debug, Args)]
 pub struct ReferenceArgs {
@@ -145,6 +191,8 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Run(a) => run(&a),
         Command::List(a) => list(&a),
         Command::Gate(a) => gate(&a),
+        Command::Merge(a) => merge(&a),
+        Command::Durations(a) => durations(&a),
         Command::ReferenceProxy(a) => return reference_proxy(a.args),
         Command::RedirectTraffic(a) => return redirect_traffic(a.args),
     };

@@ -91,6 +91,18 @@ pub enum Error {
     /// Reading or writing a report.
     #[error(transparent)]
     Report(#[from] ReportError),
+    /// A report given to `conformance merge` cannot be read.
+    #[error("{}: {source}", path.display())]
+    ReadReport {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: ReportError,
+    },
+    /// Shard reports that are not the shards of one run (`conformance merge`).
+    #[error(transparent)]
+    Merge(#[from] reports::MergeError),
     /// Writing report files.
     #[error("cannot write reports to {}: {source}", path.display())]
     ReportDir {
@@ -124,6 +136,8 @@ impl Error {
             Self::Container(_) => "container_start_failed",
             Self::Report(e) => e.kind(),
             Self::ReportDir { .. } => "report_write_failed",
+            Self::ReadReport { source, .. } => source.kind(),
+            Self::Merge(e) => e.kind(),
         }
     }
 

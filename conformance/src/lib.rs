@@ -23,6 +23,7 @@ mod netns;
 mod probe;
 pub mod proxy;
 pub mod runner;
+pub mod shard;
 pub mod template;
 mod tls;
 mod world;

@@ -44,6 +44,8 @@ pub struct RunConfig {
     pub grace: Duration,
     /// A deliberately broken environment (the self-test's; `None` in real runs).
     pub tamper: Option<Tamper>,
+    /// With `--shard K/N`: this shard's slice of the plan, recorded in the report.
+    pub shard: Option<reports::ShardInfo>,
 }
 
 /// One entry of a run's plan.
@@ -77,6 +79,7 @@ impl RunConfig {
             jobs: default_jobs(),
             grace: Duration::from_secs(2),
             tamper: None,
+            shard: None,
         }
     }
 }
@@ -367,6 +370,10 @@ pub async fn run_all(cfg: &RunConfig, plan: Vec<Planned>, progress: Arc<dyn Prog
         started_at,
         cfg.seed,
     );
+    if let Some(shard) = &cfg.shard {
+        report.environment.notes.push(shard.note());
+        report.shard = Some(shard.clone());
+    }
     progress.start(plan.len());
     let permits = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
     let cfg = Arc::new(cfg.clone());

@@ -47,6 +47,7 @@ mod html;
 mod json;
 mod junit;
 mod markdown;
+mod merge;
 mod model;
 mod text;
 mod write;
@@ -57,9 +58,10 @@ pub use self::html::to_html;
 pub use self::json::to_json;
 pub use self::junit::to_junit;
 pub use self::markdown::to_markdown;
+pub use self::merge::{MergeError, merge};
 pub use self::model::{
     Artifact, CheckResult, Counts, Environment, ErrorInfo, EventKind, HARNESS_NAME, Harness,
     Outcome, Profile, ProfileResult, ProxyInfo, Report, Requirement, SCHEMA_VERSION,
-    ScenarioResult, TimelineEvent, Verdict,
+    ScenarioResult, ShardInfo, TimelineEvent, Verdict,
 };
 pub use self::write::{REPORT_FILES, write_all};

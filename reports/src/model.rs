@@ -2,6 +2,7 @@
 //! `Environment`). Its serde form IS the versioned JSON report (see `SCHEMA.md`).
 
 mod scenario;
+mod shard;
 mod verdict;
 
 use std::collections::BTreeMap;
@@ -11,13 +12,14 @@ use serde::{Deserialize, Serialize};
 pub use self::scenario::{
     Artifact, CheckResult, ErrorInfo, EventKind, ScenarioResult, TimelineEvent,
 };
+pub use self::shard::ShardInfo;
 pub use self::verdict::{Counts, Outcome, Profile, ProfileResult, Requirement, Verdict};
 
 /// Version of the JSON schema written by this crate: `MAJOR` or `MAJOR.MINOR`.
 ///
 /// Bump the major on any breaking change (removed/renamed field, changed meaning); readers reject
 /// other majors. A minor bump only adds fields, which readers of the same major ignore.
-pub const SCHEMA_VERSION: &str = "1.1";
+pub const SCHEMA_VERSION: &str = "1.2";
 
 /// The harness name written into `Report::harness`.
 pub const HARNESS_NAME: &str = "mesh-conformance";
@@ -38,6 +40,9 @@ pub struct Report {
     pub scenarios: Vec<ScenarioResult>,
     /// One entry per [`Profile::ALL`], in that order; computed by [`Report::grade`].
     pub profiles: Vec<ProfileResult>,
+    /// For a run with `--shard K/N`: its slice of the plan; `None` otherwise (added in 1.2).
+    #[serde(default)]
+    pub shard: Option<ShardInfo>,
 }
 
 /// Which harness wrote the report.
@@ -99,6 +104,7 @@ impl Report {
             seed,
             scenarios: Vec::new(),
             profiles: Vec::new(),
+            shard: None,
         }
     }
 

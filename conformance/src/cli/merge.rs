@@ -1,0 +1,80 @@
+//! The sharded-run commands: `--shard K/N`'s slice of the plan (with `--durations`),
+//! `conformance merge` of the shards' reports into one, and `conformance durations`, which
+//! prints the table the slices are balanced by.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use reports::{Report, ShardInfo};
+
+use super::run::{exit_code, summarize};
+use super::{DurationsArgs, MergeArgs, RunArgs};
+use crate::error::Error;
+use crate::runner::Planned;
+use crate::shard::{self, Durations, ShardSpec};
+
+/// Shard `spec`'s part of the selected `plan`, balanced by `--durations` or the built-in table.
+pub(super) fn shard_plan(
+    plan: Vec<Planned>,
+    spec: ShardSpec,
+    args: &RunArgs,
+    claimed: &[reports::Profile],
+) -> Result<(Vec<Planned>, ShardInfo), Error> {
+    let durations = match &args.durations {
+        Some(path) => Durations::read(path)?,
+        None => Durations::recorded()?,
+    };
+    Ok(shard::select(plan, spec, &durations, claimed.to_vec()))
+}
+
+fn read_report(path: &Path) -> Result<Report, Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    Report::from_json(&text).map_err(|source| Error::ReadReport {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// `conformance merge -o DIR REPORT.json...`.
+pub fn merge(args: &MergeArgs) -> Result<ExitCode, Error> {
+    let shards = args
+        .reports
+        .iter()
+        .map(|p| Ok((p.display().to_string(), read_report(p)?)))
+        .collect::<Result<Vec<_>, Error>>()?;
+    let claimed = shards
+        .first()
+        .and_then(|(_, r)| r.shard.as_ref())
+        .map(|s| s.claimed.clone())
+        .unwrap_or_default();
+    let merged = reports::merge(&shards)?;
+    let written =
+        reports::write_all(&merged, &args.report_dir).map_err(|source| Error::ReportDir {
+            path: args.report_dir.clone(),
+            source,
+        })?;
+    println!(
+        "merged {} shard report(s): {} scenario(s)",
+        shards.len(),
+        merged.scenarios.len()
+    );
+    summarize(&merged, &claimed);
+    for p in written {
+        println!("wrote {}", p.display());
+    }
+    Ok(exit_code(&merged, &claimed))
+}
+
+/// `conformance durations REPORT.json...`: the durations table on stdout.
+pub fn durations(args: &DurationsArgs) -> Result<ExitCode, Error> {
+    let mut table = Durations::default();
+    for path in &args.reports {
+        table.extend(Durations::from_report(&read_report(path)?));
+    }
+    print!("{}", table.to_toml());
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests;
