@@ -89,7 +89,7 @@ pub struct RunArgs {
     /// Also load every *.toml scenario under DIR (repeatable).
     #[arg(long, value_name = "DIR")]
     pub scenario_dir: Vec<PathBuf>,
-    /// Scenarios run at the same time (default: available CPUs, at most 4).
+    /// Scenarios run at the same time (default: four per CPU, at most 8; they start longest first)
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Print the selected scenarios and exit.
