@@ -100,7 +100,7 @@ pub struct RunArgs {
     /// Also load every *.toml scenario under DIR (repeatable).
     #[arg(long, value_name = "DIR")]
     pub scenario_dir: Vec<PathBuf>,
-    /// Scenarios run at the same time (default: available CPUs, at most 4).
+    /// Scenarios run at the same time (default: four per CPU, at most 8; they start longest first)
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Print the selected scenarios and exit.
@@ -124,10 +124,10 @@ pub struct RunArgs {
     /// shards' reports.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<ShardSpec>,
-    /// With --shard: the durations to balance by, a previous run's report.json (e.g. from a CI
-    /// cache) or a table as `conformance durations` prints (default: the built-in
-    /// scenarios/catalogue/durations.toml). Every shard must use the same.
-    #[arg(long, value_name = "FILE", requires = "shard")]
+    /// The durations scenarios start by (longest first) and --shard balances by: a previous
+    /// run's report.json (e.g. from a CI cache) or a table as `conformance durations` prints
+    /// (default: the built-in scenarios/catalogue/durations.toml). Every shard must use the same.
+    #[arg(long, value_name = "FILE")]
     pub durations: Option<PathBuf>,
 }
 

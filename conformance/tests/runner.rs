@@ -1,6 +1,7 @@
 //! The runner's failure paths, end to end against the reference proxy (or a process that is no
 //! proxy at all): every kind of check can fail, with an observation that says why; readiness
-//! failures, undeclared features and scenario bugs end as `fail`, `not-supported` and `error`.
+//! failures, undeclared features and scenario bugs end as `fail`, `not-supported` and `error`;
+//! scenarios start longest first and are reported in the planned order.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -355,4 +356,43 @@ async fn xds_proxies_get_a_bootstrap_and_xds_checks() {
         .unwrap();
     assert!(cmd.content.ends_with("/bootstrap.json"), "{}", cmd.content);
     assert!(r.artifacts.iter().any(|a| a.name == "xds-log"));
+}
+
+/// Records the order scenarios begin in.
+#[derive(Default)]
+struct Begins(std::sync::Mutex<Vec<String>>);
+
+impl conformance::Progress for Begins {
+    fn begin(&self, id: &str) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(id.to_owned());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenarios_start_longest_first_and_the_report_keeps_the_planned_order() {
+    let mut c = cfg();
+    c.jobs = 1;
+    c.durations = [("b", 10), ("c", 5_000)]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    let plan: Vec<conformance::Planned> = ["a", "b", "c"]
+        .into_iter()
+        .map(|id| {
+            let text = format!(
+                "id = \"{id}\"\ndescription = \"d\"\nprofile = \"core\"\n[setup]\n[[steps]]\ndo = \"expect\"\nname = \"web refused\"\ncheck = {{ kind = \"inbound\", {WEB}, outcome = \"refused\" }}\n"
+            );
+            let s: scenarios::Scenario = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+            conformance::Planned::Run(s)
+        })
+        .collect();
+    let begins = std::sync::Arc::new(Begins::default());
+    let report = conformance::run_all(&c, plan, begins.clone()).await;
+    let started = begins.0.lock().map(|v| v.clone()).unwrap_or_default();
+    // c (5 s recorded), b (10 ms), then a (not recorded).
+    assert_eq!(started, ["c", "b", "a"]);
+    let ids: Vec<&str> = report.scenarios.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c"]);
 }

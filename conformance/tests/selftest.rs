@@ -30,7 +30,8 @@ fn sabotage_available(name: &str) -> bool {
 }
 
 fn main() {
-    let args = Arguments::from_args();
+    let mut args = Arguments::from_args();
+    support::default_threads(&mut args);
     let mut available = BTreeMap::new();
     let mut trials = Vec::new();
     for s in support::scenarios() {

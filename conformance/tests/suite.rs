@@ -9,7 +9,8 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use reports::Verdict;
 
 fn main() {
-    let args = Arguments::from_args();
+    let mut args = Arguments::from_args();
+    support::default_threads(&mut args);
     let trials = support::scenarios()
         .into_iter()
         .map(|s| {

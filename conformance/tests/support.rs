@@ -9,9 +9,21 @@ use conformance::{Manifest, RunConfig, catalogue};
 use reports::{ScenarioResult, Verdict};
 use scenarios::Scenario;
 
-/// The scenarios under test: the built-in catalogue.
+/// The scenarios under test: the built-in catalogue, longest recorded duration first (trials
+/// start in this order, so the longest does not start last), unrecorded ones last.
 pub(crate) fn scenarios() -> Vec<Scenario> {
-    catalogue::builtin()
+    let durations = config("").durations;
+    let mut all = catalogue::builtin();
+    all.sort_by_key(|s| std::cmp::Reverse(durations.get(&s.id).copied()));
+    all
+}
+
+/// Trials run [`conformance::default_jobs`] at a time unless `--test-threads` says otherwise:
+/// like `conformance run`, a trial mostly waits, so more of them than cores overlap well.
+pub(crate) fn default_threads(args: &mut libtest_mimic::Arguments) {
+    if args.test_threads.is_none() {
+        args.test_threads = Some(conformance::default_jobs());
+    }
 }
 
 /// Why `s` cannot run here, when it needs transparent mode and this machine cannot do it.

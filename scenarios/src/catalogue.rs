@@ -75,8 +75,16 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/core/precedence-property.toml"),
     ),
     (
-        "catalogue/core/precedence-table.toml",
-        include_str!("../catalogue/core/precedence-table.toml"),
+        "catalogue/core/precedence-table-8v6-8v5.toml",
+        include_str!("../catalogue/core/precedence-table-8v6-8v5.toml"),
+    ),
+    (
+        "catalogue/core/precedence-table-9v5-6v5.toml",
+        include_str!("../catalogue/core/precedence-table-9v5-6v5.toml"),
+    ),
+    (
+        "catalogue/core/precedence-table-9v8-9v6.toml",
+        include_str!("../catalogue/core/precedence-table-9v8-9v6.toml"),
     ),
     (
         "catalogue/core/served-identity.toml",

@@ -169,6 +169,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     }
     cfg.jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
     cfg.shard = shard;
+    if let Some(path) = &args.durations {
+        cfg.durations = crate::shard::Durations::read(path)?.0;
+    }
     let progress: Arc<dyn Progress> = if std::io::stderr().is_terminal() {
         Arc::new(ProgressBar::default())
     } else {

@@ -9,7 +9,7 @@ use crate::names::BROKEN_BEHAVIOURS;
 use crate::{expand, validate, validate_all};
 
 /// Every row of the core, l7 and extended tables of shared/design/scenarios.md, by profile.
-/// `default-policy` (two runs: deny, then allow) is two files.
+/// `default-policy` (two runs: deny, then allow) is two files; `precedence-table` is three.
 const EXPECTED: &[(&str, &[&str])] = &[
     (
         "core",
@@ -17,7 +17,10 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "l4-allow-deny",
             "default-policy-deny",
             "default-policy-allow",
-            "precedence-table",
+            // One table row, three files of four phases each (run in parallel).
+            "precedence-table-9v8-9v6",
+            "precedence-table-9v5-6v5",
+            "precedence-table-8v6-8v5",
             "precedence-property",
             "intention-change",
             "spiffe-validation",
