@@ -48,6 +48,7 @@ mod json;
 mod junit;
 mod markdown;
 mod model;
+mod repeat;
 mod text;
 mod write;
 
@@ -58,8 +59,8 @@ pub use self::json::to_json;
 pub use self::junit::to_junit;
 pub use self::markdown::to_markdown;
 pub use self::model::{
-    Artifact, CheckResult, Counts, Environment, ErrorInfo, EventKind, HARNESS_NAME, Harness,
-    Outcome, Profile, ProfileResult, ProxyInfo, Report, Requirement, SCHEMA_VERSION,
-    ScenarioResult, TimelineEvent, Verdict,
+    Artifact, Attempt, AttemptCheck, CheckResult, Counts, Environment, ErrorInfo, EventKind,
+    HARNESS_NAME, Harness, Outcome, Profile, ProfileResult, ProxyInfo, Report, Requirement,
+    SCHEMA_VERSION, ScenarioResult, TimelineEvent, Verdict,
 };
 pub use self::write::{REPORT_FILES, write_all};

@@ -1,6 +1,7 @@
 //! The canonical report model: the run-level types (`Report`, `Harness`, `ProxyInfo`,
 //! `Environment`). Its serde form IS the versioned JSON report (see `SCHEMA.md`).
 
+mod attempt;
 mod scenario;
 mod verdict;
 
@@ -8,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use self::attempt::{Attempt, AttemptCheck};
 pub use self::scenario::{
     Artifact, CheckResult, ErrorInfo, EventKind, ScenarioResult, TimelineEvent,
 };
@@ -17,7 +19,7 @@ pub use self::verdict::{Counts, Outcome, Profile, ProfileResult, Requirement, Ve
 ///
 /// Bump the major on any breaking change (removed/renamed field, changed meaning); readers reject
 /// other majors. A minor bump only adds fields, which readers of the same major ignore.
-pub const SCHEMA_VERSION: &str = "1.1";
+pub const SCHEMA_VERSION: &str = "1.2";
 
 /// The harness name written into `Report::harness`.
 pub const HARNESS_NAME: &str = "mesh-conformance";
@@ -38,6 +40,17 @@ pub struct Report {
     pub scenarios: Vec<ScenarioResult>,
     /// One entry per [`Profile::ALL`], in that order; computed by [`Report::grade`].
     pub profiles: Vec<ProfileResult>,
+    /// How many times each scenario was run (`--repeat N`; added in schema 1.2, 1 when absent).
+    #[serde(default = "one")]
+    pub repeat: u32,
+    /// Whether a `flaky` scenario was allowed not to fail its profile (`--allow-flaky`; added
+    /// in schema 1.2, false when absent). `gate` decides with its own flag, not this one.
+    #[serde(default)]
+    pub allow_flaky: bool,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Which harness wrote the report.
@@ -99,6 +112,8 @@ impl Report {
             seed,
             scenarios: Vec::new(),
             profiles: Vec::new(),
+            repeat: 1,
+            allow_flaky: false,
         }
     }
 
