@@ -5,6 +5,7 @@
 mod artifacts;
 mod launch;
 mod progress;
+mod repeat;
 mod transparent;
 mod xds;
 
@@ -20,6 +21,7 @@ use scenarios::{Scenario, Timeouts};
 use tokio::time::Instant;
 
 pub use self::progress::{Lines, Progress, ProgressBar, Silent};
+pub use self::repeat::fold;
 pub use self::transparent::Tamper;
 use crate::catalogue;
 use crate::error::Error;
@@ -44,6 +46,10 @@ pub struct RunConfig {
     pub grace: Duration,
     /// A deliberately broken environment (the self-test's; `None` in real runs).
     pub tamper: Option<Tamper>,
+    /// How many times each scenario runs (`--repeat N`, at least 1).
+    pub repeat: u32,
+    /// Whether a `flaky` scenario may leave its profile a success (`--allow-flaky`).
+    pub allow_flaky: bool,
 }
 
 /// One entry of a run's plan.
@@ -77,6 +83,8 @@ impl RunConfig {
             jobs: default_jobs(),
             grace: Duration::from_secs(2),
             tamper: None,
+            repeat: 1,
+            allow_flaky: false,
         }
     }
 }
@@ -367,50 +375,15 @@ pub async fn run_all(cfg: &RunConfig, plan: Vec<Planned>, progress: Arc<dyn Prog
         started_at,
         cfg.seed,
     );
-    progress.start(plan.len());
-    let permits = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
-    let cfg = Arc::new(cfg.clone());
-    let mut tasks = Vec::new();
-    for p in plan {
-        let (cfg, permits, progress) = (cfg.clone(), permits.clone(), progress.clone());
-        let scenario = p.scenario().clone();
-        let handle = tokio::spawn(async move {
-            let _permit = permits.acquire_owned().await;
-            progress.begin(&p.scenario().id);
-            let r = match &p {
-                Planned::Skip(s) => {
-                    let mut r = ScenarioResult::new(
-                        &s.id,
-                        &s.description,
-                        profile(s.profile),
-                        s.features.clone(),
-                    );
-                    r.mark_skipped();
-                    r
-                }
-                Planned::Run(s) => run_scenario(&cfg, s).await,
-            };
-            progress.end(&r, verdict_of(&r));
-            r
-        });
-        tasks.push((scenario, handle));
+    if cfg.repeat > 1 {
+        report.environment.notes.push(format!(
+            "every scenario ran {} times (a fresh world and proxy per attempt, the same seed)",
+            cfg.repeat
+        ));
     }
-    for (scenario, handle) in tasks {
-        let r = match handle.await {
-            Ok(r) => r,
-            Err(e) => {
-                let mut r = ScenarioResult::new(
-                    &scenario.id,
-                    &scenario.description,
-                    profile(scenario.profile),
-                    scenario.features.clone(),
-                );
-                r.error = Some(ErrorInfo::new("harness_panic", e.to_string()));
-                r
-            }
-        };
-        report.scenarios.push(r);
-    }
+    report.repeat = cfg.repeat.max(1);
+    report.allow_flaky = cfg.allow_flaky;
+    report.scenarios = repeat::run_plan(cfg, plan, progress.clone()).await;
     report.duration_ms = ms(clock.elapsed());
     report.grade();
     progress.finish(&report);

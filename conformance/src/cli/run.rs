@@ -151,6 +151,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         cfg.seed = seed;
     }
     cfg.jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
+    cfg.repeat = args.repeat.max(1);
+    cfg.allow_flaky = args.allow_flaky;
     // Claimed = asked for, or every profile with a selected scenario.
     let mut claimed: Vec<reports::Profile> = claimed.into_iter().map(report_profile).collect();
     if claimed.is_empty() {
@@ -245,6 +247,22 @@ fn report_profile(p: Profile) -> reports::Profile {
 }
 
 fn summarize(report: &Report, claimed: &[reports::Profile]) {
+    if report.repeat > 1 {
+        let flaky = report
+            .scenarios
+            .iter()
+            .filter(|s| s.verdict == reports::Verdict::Flaky)
+            .count();
+        let allowed = if report.allow_flaky {
+            ", allowed by --allow-flaky"
+        } else {
+            ""
+        };
+        println!(
+            "repeat {}: {flaky} flaky scenario(s){allowed}",
+            report.repeat
+        );
+    }
     println!(
         "{} {} — seed {} — {} ms (slack on declared bounds: {} ms)",
         report.proxy.name,
@@ -259,7 +277,8 @@ fn summarize(report: &Report, claimed: &[reports::Profile]) {
         }
         let c = p.counts;
         println!(
-            "  {:<12} {:<9} pass {} fail {} non-strict {} skipped {} error {} not-supported {}{}",
+            "  {:<12} {:<9} pass {} fail {} non-strict {} skipped {} error {} not-supported {} \
+             flaky {}{}{}",
             p.profile.as_str(),
             p.outcome.as_str(),
             c.pass,
@@ -268,6 +287,12 @@ fn summarize(report: &Report, claimed: &[reports::Profile]) {
             c.skipped,
             c.error,
             c.not_supported,
+            c.flaky,
+            if c.flaky > 0 && report.allow_flaky {
+                " (allowed)"
+            } else {
+                ""
+            },
             if claimed.contains(&p.profile) {
                 "  (claimed)"
             } else {
@@ -288,6 +313,9 @@ fn summarize(report: &Report, claimed: &[reports::Profile]) {
             _ => {}
         }
         println!("  {} {}", s.verdict, s.id);
+        if s.attempts.len() > 1 {
+            println!("      {}", super::attempts_line(s));
+        }
         if let Some(e) = &s.error {
             println!("      harness error [{}]: {}", e.kind, e.message);
         }
