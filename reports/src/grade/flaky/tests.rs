@@ -5,8 +5,8 @@ use proptest::prelude::*;
 
 use super::{disagreeing_checks, verdict};
 use crate::model::{
-    Attempt, AttemptCheck, Environment, ErrorInfo, Harness, Outcome, Profile, ProxyInfo, Report,
-    Requirement, ScenarioResult, Verdict,
+    Attempt, AttemptCheck, Environment, Harness, Outcome, Profile, ProxyInfo, Report, Requirement,
+    ScenarioResult, Verdict,
 };
 
 use Verdict::{Error, Fail, Flaky, NonStrict, NotSupported, Pass};
@@ -186,7 +186,6 @@ fn a_1_1_report_without_attempts_still_reads_and_grades() {
     assert_eq!((r.repeat, r.allow_flaky), (1, false));
     assert!(r.scenarios[0].attempts.is_empty());
     assert_eq!(r.gate(Profile::Core), Ok(()));
-    let _ = ErrorInfo::new("unused", "keeps the import honest");
 }
 
 fn any_attempt() -> impl Strategy<Value = Attempt> {
