@@ -129,6 +129,15 @@ pub struct RunArgs {
     /// (default: the built-in scenarios/catalogue/durations.toml). Every shard must use the same.
     #[arg(long, value_name = "FILE")]
     pub durations: Option<PathBuf>,
+    /// Run every selected scenario N times (each attempt a fresh world and proxy, the same
+    /// seed); a scenario whose attempts disagree is graded flaky, which fails its profile
+    /// unless --allow-flaky.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// A flaky scenario does not by itself fail its profile (it is still reported as flaky).
+    #[arg(long)]
+    pub allow_flaky: bool,
 }
 
 /// `conformance list`.
@@ -150,6 +159,10 @@ pub struct GateArgs {
     /// The profile that must be a full success.
     #[arg(long)]
     pub profile: String,
+    /// A flaky scenario does not by itself fail the profile (decided here, whatever the run
+    /// that wrote the report allowed).
+    #[arg(long)]
+    pub allow_flaky: bool,
 }
 
 /// `conformance merge`.
@@ -211,9 +224,18 @@ pub fn gate(args: &GateArgs) -> Result<ExitCode, Error> {
     let text = std::fs::read_to_string(&args.report)
         .map_err(|e| Error::io(format!("read {}", args.report.display()), e))?;
     let report = reports::Report::from_json(&text)?;
-    match report.gate(profile) {
+    match report.gate_with(profile, args.allow_flaky) {
         Ok(()) => {
-            println!("profile {profile}: success");
+            let flaky = report
+                .scenarios
+                .iter()
+                .filter(|s| s.profile == profile && s.graded_verdict() == reports::Verdict::Flaky)
+                .count();
+            if flaky > 0 {
+                println!("profile {profile}: success ({flaky} flaky scenario(s) allowed)");
+            } else {
+                println!("profile {profile}: success");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(failure) => {
@@ -223,6 +245,9 @@ pub fn gate(args: &GateArgs) -> Result<ExitCode, Error> {
                     continue;
                 };
                 println!("  {} ({}):", o.id, o.verdict);
+                if s.attempts.len() > 1 {
+                    println!("    {}", attempts_line(s));
+                }
                 if let Some(e) = &s.error {
                     println!("    harness error [{}]: {}", e.kind, e.message);
                 }
@@ -240,6 +265,18 @@ pub fn gate(args: &GateArgs) -> Result<ExitCode, Error> {
             Ok(ExitCode::from(EXIT_FAILED))
         }
     }
+}
+
+/// `attempts: pass, fail, pass; disagreeing checks: a, b` for a repeated scenario.
+pub(crate) fn attempts_line(s: &reports::ScenarioResult) -> String {
+    let verdicts: Vec<&str> = s.attempts.iter().map(|a| a.verdict.as_str()).collect();
+    let mut line = format!("attempts: {}", verdicts.join(", "));
+    let disagreeing = s.disagreeing_checks();
+    if !disagreeing.is_empty() {
+        line.push_str("; disagreeing checks: ");
+        line.push_str(&disagreeing.join(", "));
+    }
+    line
 }
 
 /// Parses a profile name of the scenario model.

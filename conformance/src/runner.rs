@@ -6,6 +6,7 @@ mod artifacts;
 mod launch;
 pub mod order;
 mod progress;
+mod repeat;
 mod transparent;
 mod xds;
 
@@ -22,6 +23,7 @@ use scenarios::{Scenario, Timeouts};
 use tokio::time::Instant;
 
 pub use self::progress::{Lines, Progress, ProgressBar, Silent};
+pub use self::repeat::fold;
 pub use self::transparent::Tamper;
 use crate::catalogue;
 use crate::error::Error;
@@ -51,6 +53,10 @@ pub struct RunConfig {
     /// Expected durations (ms) by scenario id: scenarios start longest first
     /// ([`order::longest_first`]); the report keeps the planned order.
     pub durations: BTreeMap<String, u64>,
+    /// How many times each scenario runs (`--repeat N`, at least 1).
+    pub repeat: u32,
+    /// Whether a `flaky` scenario may leave its profile a success (`--allow-flaky`).
+    pub allow_flaky: bool,
 }
 
 /// One entry of a run's plan.
@@ -87,6 +93,8 @@ impl RunConfig {
             tamper: None,
             shard: None,
             durations: order::recorded(),
+            repeat: 1,
+            allow_flaky: false,
         }
     }
 }
@@ -383,62 +391,15 @@ pub async fn run_all(cfg: &RunConfig, plan: Vec<Planned>, progress: Arc<dyn Prog
         report.environment.notes.push(shard.note());
         report.shard = Some(shard.clone());
     }
-    progress.start(plan.len());
-    let permits = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
-    let cfg = Arc::new(cfg.clone());
-    let mut tasks = Vec::new();
-    let start = order::longest_first(
-        plan.iter().map(|p| p.scenario().id.as_str()),
-        &cfg.durations,
-    );
-    let mut plan: Vec<Option<Planned>> = plan.into_iter().map(Some).collect();
-    for i in start {
-        let Some(p) = plan.get_mut(i).and_then(Option::take) else {
-            continue;
-        };
-        let (cfg, progress) = (cfg.clone(), progress.clone());
-        let scenario = p.scenario().clone();
-        // Taken here, in start order (a task taking its own would race the others for it).
-        let permit = permits.clone().acquire_owned().await;
-        let handle = tokio::spawn(async move {
-            let _permit = permit;
-            progress.begin(&p.scenario().id);
-            let r = match &p {
-                Planned::Skip(s) => {
-                    let mut r = ScenarioResult::new(
-                        &s.id,
-                        &s.description,
-                        profile(s.profile),
-                        s.features.clone(),
-                    );
-                    r.mark_skipped();
-                    r
-                }
-                Planned::Run(s) => run_scenario(&cfg, s).await,
-            };
-            progress.end(&r, verdict_of(&r));
-            r
-        });
-        tasks.push((i, scenario, handle));
+    if cfg.repeat > 1 {
+        report.environment.notes.push(format!(
+            "every scenario ran {} times (a fresh world and proxy per attempt, the same seed)",
+            cfg.repeat
+        ));
     }
-    // The report lists scenarios in the planned order, whatever order they started in.
-    tasks.sort_by_key(|(i, _, _)| *i);
-    for (_, scenario, handle) in tasks {
-        let r = match handle.await {
-            Ok(r) => r,
-            Err(e) => {
-                let mut r = ScenarioResult::new(
-                    &scenario.id,
-                    &scenario.description,
-                    profile(scenario.profile),
-                    scenario.features.clone(),
-                );
-                r.error = Some(ErrorInfo::new("harness_panic", e.to_string()));
-                r
-            }
-        };
-        report.scenarios.push(r);
-    }
+    report.repeat = cfg.repeat.max(1);
+    report.allow_flaky = cfg.allow_flaky;
+    report.scenarios = repeat::run_plan(cfg, plan, progress.clone()).await;
     report.duration_ms = ms(clock.elapsed());
     report.grade();
     progress.finish(&report);

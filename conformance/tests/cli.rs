@@ -129,3 +129,65 @@ fn usage_errors_exit_2_and_list_works() {
         "{text}"
     );
 }
+
+/// `run --repeat N --allow-flaky` through the binary: a proxy that alternates between the
+/// reference proxy and a process that never listens (a state file in a directory the test owns)
+/// is reported flaky and allowed, the run exits 0, and `gate` decides with its own flag.
+#[test]
+fn repeat_grades_an_alternating_proxy_flaky_and_gate_decides_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    let flag = tmp.path().join("ran-once");
+    let cmd = format!(
+        "sh -c 'if [ -e {f} ]; then rm {f}; exec sleep 30; else : > {f}; \
+         exec \"$0\" reference-proxy -proxy-id \"$1\"; fi' {{exe}} {{proxy_id}}",
+        f = flag.display()
+    );
+    let out = conformance(
+        &[
+            "run",
+            "--proxy-cmd",
+            &cmd,
+            "--features",
+            "l4",
+            "--scenario",
+            "served-identity",
+            "--repeat",
+            "3",
+            "--jobs",
+            "1",
+            "--timeout",
+            "ready=1500ms",
+            "--allow-flaky",
+        ],
+        tmp.path(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("repeat 3: 1 flaky scenario(s), allowed by --allow-flaky"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("flaky 1 (allowed)"), "{stdout}");
+    assert!(stdout.contains("attempts: pass, fail, pass"), "{stdout}");
+    let json = std::fs::read_to_string(tmp.path().join("conformance-report/report.json")).unwrap();
+    let report = reports::Report::from_json(&json).unwrap();
+    assert_eq!((report.repeat, report.allow_flaky), (3, true));
+    assert_eq!(report.scenarios[0].attempts.len(), 3);
+    let gate = |extra: &[&str]| {
+        let mut args = vec![
+            "gate",
+            "conformance-report/report.json",
+            "--profile",
+            "core",
+        ];
+        args.extend_from_slice(extra);
+        conformance(&args, tmp.path()).status.code()
+    };
+    assert_eq!(gate(&[]), Some(1));
+    assert_eq!(gate(&["--allow-flaky"]), Some(0));
+}

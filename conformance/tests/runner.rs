@@ -396,3 +396,77 @@ async fn scenarios_start_longest_first_and_the_report_keeps_the_planned_order() 
     let ids: Vec<&str> = report.scenarios.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, ["a", "b", "c"]);
 }
+
+/// `--repeat`: a scenario made flaky on purpose. The proxy command alternates, through a state
+/// file in a directory the test owns (each attempt's world is fresh), between the reference
+/// proxy and a process that never listens: attempts 1 and 3 pass, attempt 2 fails its
+/// readiness check. One job, so attempts run one after the other: deterministic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scenario_that_alternates_is_graded_flaky_and_a_steady_one_is_not() {
+    let state = tempfile::tempdir().unwrap();
+    let flag = state.path().join("ran-once");
+    let alternating = format!(
+        "sh -c 'if [ -e {f} ]; then rm {f}; exec sleep 30; else : > {f}; \
+         exec \"$0\" reference-proxy -proxy-id \"$1\"; fi' {{exe}} {{proxy_id}}",
+        f = flag.display()
+    );
+    let scenario = |id: &str| -> scenarios::Scenario {
+        let text = format!(
+            "id = \"{id}\"\ndescription = \"d\"\nprofile = \"core\"\n[setup]\n\
+             intentions = [{{ source = \"web\", action = \"allow\" }}]\n[[steps]]\ndo = \"expect\"\n\
+             name = \"web allowed\"\ncheck = {{ kind = \"inbound\", {WEB}, outcome = \"allowed\" }}\n"
+        );
+        toml::from_str(&text).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let repeated = |command: &str| {
+        let mut c = cfg();
+        c.manifest.command = command.to_owned();
+        c.jobs = 1;
+        c.repeat = 3;
+        c.timeouts
+            .set("ready", Duration::from_millis(1500))
+            .unwrap();
+        c
+    };
+    let plan = vec![conformance::Planned::Run(scenario("wobbly"))];
+    let report = conformance::run_all(
+        &repeated(&alternating),
+        plan,
+        std::sync::Arc::new(conformance::Silent),
+    )
+    .await;
+    let s = &report.scenarios[0];
+    let attempts: Vec<Verdict> = s.attempts.iter().map(|a| a.verdict).collect();
+    assert_eq!(
+        attempts,
+        [Verdict::Pass, Verdict::Fail, Verdict::Pass],
+        "{s:#?}"
+    );
+    assert_eq!(s.verdict, Verdict::Flaky);
+    assert_eq!(s.disagreeing_checks(), ["proxy ready", "web allowed"]);
+    // The representative attempt is the failing one.
+    assert!(
+        s.checks
+            .iter()
+            .any(|c| c.name == "proxy ready" && c.verdict == Verdict::Fail),
+        "{:#?}",
+        s.checks
+    );
+    assert_eq!(report.repeat, 3);
+    let core = report.profile(reports::Profile::Core).unwrap();
+    assert_eq!(
+        (core.outcome, core.counts.flaky),
+        (reports::Outcome::Failure, 1)
+    );
+    assert!(report.gate(reports::Profile::Core).is_err());
+    assert_eq!(report.gate_with(reports::Profile::Core, true), Ok(()));
+
+    // The reference proxy every time: the same verdict three times, not flaky.
+    let steady = repeated(&Manifest::reference().command);
+    let plan = vec![conformance::Planned::Run(scenario("steady"))];
+    let report =
+        conformance::run_all(&steady, plan, std::sync::Arc::new(conformance::Silent)).await;
+    let s = &report.scenarios[0];
+    assert_eq!(s.attempts.len(), 3);
+    assert_eq!(s.verdict, Verdict::Pass, "{s:#?}");
+}

@@ -2,6 +2,8 @@
 //! that took too long), used by this crate's snapshot tests and, behind the `test-util`
 //! feature, by other crates' tests.
 
+mod repeated;
+
 use std::collections::BTreeMap;
 
 use crate::model::{
@@ -11,6 +13,8 @@ use crate::model::{
 
 use EventKind::{Check, Fault, Observation, ProxyLog, Step};
 use Requirement::{Must, Should};
+
+pub use self::repeated::repeated_report;
 
 /// The sample report, graded. Profiles: core failure, l7 not run, extended partial,
 /// transparent success.

@@ -1,5 +1,8 @@
 //! Grading: a scenario's verdict from its checks, a profile's outcome from its scenarios
-//! (`Report::grade`), and the CI gate on one profile (`Report::gate`, `GateFailure`).
+//! (`Report::grade`), and the CI gate on one profile (`Report::gate`, `GateFailure`). A
+//! repeated scenario's verdict from its attempts is in `grade/flaky.rs`.
+
+mod flaky;
 
 use std::fmt;
 
@@ -56,7 +59,11 @@ impl Report {
             .into_iter()
             .map(|profile| {
                 let scenarios = self.scenarios.iter().filter(|s| s.profile == profile);
-                profile_result(profile, scenarios.map(|s| (s.verdict, environment_only(s))))
+                profile_result(
+                    profile,
+                    scenarios.map(|s| (s.verdict, environment_only(s))),
+                    self.allow_flaky,
+                )
             })
             .collect();
     }
@@ -67,10 +74,16 @@ impl Report {
         self
     }
 
-    /// Ok only when `profile` is `success`. Recomputes the grade from the checks rather than
-    /// trusting the stored scenario verdicts and `profiles`, so stale or edited grades cannot
-    /// decide it.
+    /// Ok only when `profile` is `success`, a `flaky` scenario failing it. Recomputes the grade
+    /// from the checks rather than trusting the stored scenario verdicts and `profiles`, so
+    /// stale or edited grades cannot decide it.
     pub fn gate(&self, profile: Profile) -> Result<(), GateFailure> {
+        self.gate_with(profile, false)
+    }
+
+    /// [`Report::gate`], where `allow_flaky` says whether a `flaky` scenario may leave its
+    /// profile a success (decided by the caller, whatever the report's own `allow_flaky`).
+    pub fn gate_with(&self, profile: Profile, allow_flaky: bool) -> Result<(), GateFailure> {
         let graded: Vec<(&ScenarioResult, Verdict)> = self
             .scenarios
             .iter()
@@ -80,6 +93,7 @@ impl Report {
         let result = profile_result(
             profile,
             graded.iter().map(|(s, v)| (*v, environment_only(s))),
+            allow_flaky,
         );
         if result.outcome == Outcome::Success {
             return Ok(());
@@ -89,6 +103,7 @@ impl Report {
             .filter(|(s, v)| match v {
                 Verdict::Pass => false,
                 Verdict::NotSupported => environment_only(s),
+                Verdict::Flaky => !allow_flaky,
                 _ => true,
             })
             .map(|(s, verdict)| Offender {
@@ -112,6 +127,12 @@ impl ScenarioResult {
     /// ran).
     pub fn graded_verdict(&self) -> Verdict {
         scenario_verdict(self)
+    }
+
+    /// For a repeated scenario: the names of the checks whose verdict differed between
+    /// attempts (or that some attempts did not reach), sorted; empty when they agree.
+    pub fn disagreeing_checks(&self) -> Vec<String> {
+        flaky::disagreeing_checks(&self.attempts)
     }
 }
 
@@ -143,18 +164,28 @@ impl fmt::Display for GateFailure {
 
 // === grading rules ===
 
-/// A scenario's verdict: error > failed MUST > non-strict (failed SHOULD, or a check already
-/// graded non-strict) > skipped check > passed check; when no check ran, the runner's
-/// skipped/not-supported mark (or that of its not-run checks) stands, and a scenario with no
-/// check at all and no mark is an error.
+/// A scenario's verdict: from its attempts when it ran more than once (`grade/flaky.rs`), else
+/// from its checks ([`single_verdict`]).
 fn scenario_verdict(s: &ScenarioResult) -> Verdict {
-    let has = |v: Verdict| s.checks.iter().any(|c| c.verdict == v);
-    let failed = |r: Requirement| {
-        s.checks
-            .iter()
-            .any(|c| c.verdict == Verdict::Fail && c.requirement == r)
-    };
-    if s.error.is_some() || has(Verdict::Error) {
+    if s.attempts.len() > 1 {
+        return flaky::verdict(&s.attempts);
+    }
+    let checks: Vec<(Verdict, Requirement)> = s
+        .checks
+        .iter()
+        .map(|c| (c.verdict, c.requirement))
+        .collect();
+    single_verdict(s.error.is_some(), &checks, s.verdict)
+}
+
+/// One run's verdict: error > failed MUST > non-strict (failed SHOULD, or a check already
+/// graded non-strict) > skipped check > passed check; when no check ran, the runner's
+/// skipped/not-supported `mark` (or that of its not-run checks) stands, and a run with no
+/// check at all and no mark is an error.
+fn single_verdict(error: bool, checks: &[(Verdict, Requirement)], mark: Verdict) -> Verdict {
+    let has = |v: Verdict| checks.iter().any(|c| c.0 == v);
+    let failed = |r: Requirement| checks.iter().any(|c| c.0 == Verdict::Fail && c.1 == r);
+    if error || has(Verdict::Error) {
         Verdict::Error
     } else if failed(Requirement::Must) {
         Verdict::Fail
@@ -167,8 +198,8 @@ fn scenario_verdict(s: &ScenarioResult) -> Verdict {
         } else {
             Verdict::Pass
         }
-    } else if matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported) {
-        s.verdict
+    } else if matches!(mark, Verdict::Skipped | Verdict::NotSupported) {
+        mark
     } else if has(Verdict::Skipped) {
         Verdict::Skipped
     } else if has(Verdict::NotSupported) {
@@ -192,10 +223,12 @@ fn environment_only(s: &ScenarioResult) -> bool {
         .any(|c| c.name == ENVIRONMENT_CHECK && c.verdict == Verdict::NotSupported)
 }
 
-/// A profile's outcome from its scenarios' `(verdict, not supported by the environment)`.
+/// A profile's outcome from its scenarios' `(verdict, not supported by the environment)`; a
+/// `flaky` one fails it unless `allow_flaky`.
 fn profile_result(
     profile: Profile,
     verdicts: impl Iterator<Item = (Verdict, bool)>,
+    allow_flaky: bool,
 ) -> ProfileResult {
     let mut counts = Counts::default();
     let mut unverified = 0;
@@ -207,7 +240,7 @@ fn profile_result(
     }
     let outcome = if counts.counted() == 0 {
         Outcome::NotRun
-    } else if counts.fail + counts.error > 0 {
+    } else if counts.fail + counts.error > 0 || (counts.flaky > 0 && !allow_flaky) {
         Outcome::Failure
     } else if counts.skipped + counts.non_strict + unverified > 0 {
         Outcome::Partial

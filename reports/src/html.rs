@@ -3,6 +3,7 @@
 //! collapsible section per scenario with its checks, an SVG timeline and its artifacts.
 //! Every piece of report text goes through `escape::html` (proxy output is untrusted).
 
+mod attempts;
 mod timeline;
 
 use std::fmt::Write as _;
@@ -119,6 +120,9 @@ fn header(out: &mut String, r: &Report) {
             html(&r.schema_version)
         ),
     );
+    if let Some(repeat) = attempts::run_fact(r) {
+        fact("Repeat", repeat);
+    }
     let env = &r.environment;
     let mut facts = vec![
         format!("{}/{}", html(&env.os), html(&env.arch)),
@@ -138,18 +142,21 @@ fn header(out: &mut String, r: &Report) {
 }
 
 fn profiles_table(out: &mut String, r: &Report) {
+    let flaky = crate::repeat::flaky_column(r);
     out.push_str(
         "<h2>Profiles</h2>\n<table class=\"profiles\">\n<thead><tr><th>Profile</th>\
          <th>Outcome</th><th>Pass</th><th>Fail</th><th>Non-strict</th><th>Skipped</th>\
-         <th>Error</th><th>Not supported</th></tr></thead>\n<tbody>\n",
+         <th>Error</th><th>Not supported</th>",
     );
+    out.push_str(if flaky { "<th>Flaky</th>" } else { "" });
+    out.push_str("</tr></thead>\n<tbody>\n");
     for p in &r.profiles {
         let c = &p.counts;
-        let _ = writeln!(
+        let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{}</td></tr>",
+             <td class=\"n\">{}</td>",
             p.profile,
             outcome_badge(p.outcome.as_str()),
             c.pass,
@@ -159,6 +166,10 @@ fn profiles_table(out: &mut String, r: &Report) {
             c.error,
             c.not_supported
         );
+        if flaky {
+            let _ = write!(out, "<td class=\"n\">{}</td>", c.flaky);
+        }
+        out.push_str("</tr>\n");
     }
     out.push_str("</tbody>\n</table>\n");
 }
@@ -166,7 +177,7 @@ fn profiles_table(out: &mut String, r: &Report) {
 fn scenario(out: &mut String, r: &Report, s: &ScenarioResult, index: usize) {
     let open = if matches!(
         s.verdict,
-        Verdict::Fail | Verdict::Error | Verdict::NonStrict
+        Verdict::Fail | Verdict::Error | Verdict::NonStrict | Verdict::Flaky
     ) {
         " open"
     } else {
@@ -181,11 +192,12 @@ fn scenario(out: &mut String, r: &Report, s: &ScenarioResult, index: usize) {
         out,
         "<details class=\"scenario b-{v}\" id=\"scenario-{index}\"{open}>\n\
          <summary>{badge} <code>{id}</code> <span class=\"desc\">{desc}</span> \
-         <span class=\"dur\">{dur}</span></summary>\n<div class=\"body\">",
+         <span class=\"dur\">{dur}{times}</span></summary>\n<div class=\"body\">",
         v = s.verdict,
         badge = verdict_badge(s.verdict),
         id = html(&s.id),
         desc = html(&s.description),
+        times = attempts::times(s),
     );
     let mut meta = Vec::new();
     if !s.features.is_empty() {
@@ -213,6 +225,7 @@ fn scenario(out: &mut String, r: &Report, s: &ScenarioResult, index: usize) {
             html(&not_run_reason(r, s))
         );
     }
+    attempts::strip(out, r, s);
     checks_table(out, s);
     if let Some(svg) = timeline::svg(s) {
         let _ = writeln!(out, "<figure>{svg}</figure>");

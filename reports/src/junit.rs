@@ -5,7 +5,10 @@
 //! when, took/bound); error -> `<error>` (type = the harness error kind); skipped and
 //! not-supported -> `<skipped message="skipped: ..."/"not supported: ...">`; non-strict ->
 //! success (JUnit has no "passed with warnings") with a `<system-out>` note naming the SHOULD
-//! checks that failed. Artifacts of non-passing scenarios go to `<system-err>`.
+//! checks that failed. Artifacts of non-passing scenarios go to `<system-err>`. Repeated
+//! scenarios (flaky ones included) carry their attempts as reruns (`junit/attempts.rs`).
+
+mod attempts;
 
 use std::time::Duration;
 
@@ -58,6 +61,10 @@ fn suite_properties(report: &Report, profile: Profile) -> Vec<Property> {
     if let Some(mode) = &report.proxy.xds_tls_mode {
         props.push(Property::new("xds-tls-mode", mode));
     }
+    if report.repeat > 1 {
+        props.push(Property::new("repeat", report.repeat.to_string()));
+        props.push(Property::new("allow-flaky", report.allow_flaky.to_string()));
+    }
     if let Some(p) = report.profile(profile) {
         props.push(Property::new("outcome", p.outcome.as_str()));
     }
@@ -65,10 +72,11 @@ fn suite_properties(report: &Report, profile: Profile) -> Vec<Property> {
 }
 
 fn test_case(report: &Report, s: &ScenarioResult) -> TestCase {
-    let status = match s.verdict {
+    let mut status = match s.verdict {
         Verdict::Pass | Verdict::NonStrict => TestCaseStatus::success(),
         Verdict::Fail => failure(s),
         Verdict::Error => error(s),
+        Verdict::Flaky => attempts::flaky_status(report, s),
         Verdict::Skipped | Verdict::NotSupported => {
             let mut st = TestCaseStatus::skipped();
             st.set_message(format!("{}: {}", s.verdict, not_run_reason(report, s)));
@@ -76,6 +84,9 @@ fn test_case(report: &Report, s: &ScenarioResult) -> TestCase {
             st
         }
     };
+    if matches!(s.verdict, Verdict::Fail | Verdict::Error) {
+        attempts::add_reruns(&mut status, s);
+    }
     let mut case = TestCase::new(s.id.as_str(), status);
     case.set_classname(s.profile.as_str());
     case.set_time(Duration::from_millis(s.duration_ms));
@@ -92,9 +103,12 @@ fn test_case(report: &Report, s: &ScenarioResult) -> TestCase {
         }
         case.set_system_out(note);
     }
+    if s.verdict == Verdict::Flaky && report.allow_flaky {
+        case.set_system_out(attempts::allowed_note(s));
+    }
     if matches!(
         s.verdict,
-        Verdict::Fail | Verdict::Error | Verdict::NonStrict
+        Verdict::Fail | Verdict::Error | Verdict::NonStrict | Verdict::Flaky
     ) && !s.artifacts.is_empty()
     {
         let err: Vec<String> = s

@@ -49,6 +49,7 @@ mod junit;
 mod markdown;
 mod merge;
 mod model;
+mod repeat;
 mod text;
 mod write;
 
@@ -60,8 +61,8 @@ pub use self::junit::to_junit;
 pub use self::markdown::to_markdown;
 pub use self::merge::{MergeError, merge};
 pub use self::model::{
-    Artifact, CheckResult, Counts, Environment, ErrorInfo, EventKind, HARNESS_NAME, Harness,
-    Outcome, Profile, ProfileResult, ProxyInfo, Report, Requirement, SCHEMA_VERSION,
-    ScenarioResult, ShardInfo, TimelineEvent, Verdict,
+    Artifact, Attempt, AttemptCheck, CheckResult, Counts, Environment, ErrorInfo, EventKind,
+    HARNESS_NAME, Harness, Outcome, Profile, ProfileResult, ProxyInfo, Report, Requirement,
+    SCHEMA_VERSION, ScenarioResult, ShardInfo, TimelineEvent, Verdict,
 };
 pub use self::write::{REPORT_FILES, write_all};

@@ -2,6 +2,7 @@
 //! a table per profile, one section per non-passing scenario with its checks, then a compact
 //! list of the passing ones. All report text is escaped (it may come from the proxy).
 
+mod attempts;
 mod escape;
 
 use std::fmt::Write as _;
@@ -38,12 +39,13 @@ pub fn to_markdown(report: &Report) -> String {
         for s in passing {
             let _ = writeln!(
                 out,
-                "- {} {} ({}): {} check(s), {}",
+                "- {} {} ({}): {} check(s), {}{}",
                 verdict_icon(s.verdict),
                 code(&s.id),
                 s.profile,
                 s.checks.len(),
-                fmt_ms(s.duration_ms)
+                fmt_ms(s.duration_ms),
+                attempts::times(s)
             );
         }
     }
@@ -83,6 +85,7 @@ fn header(out: &mut String, r: &Report) {
         text(&r.harness.version),
         text(&r.schema_version)
     );
+    attempts::run_fact(out, r);
     let env = &r.environment;
     let mut facts = vec![
         format!("{}/{}", text(&env.os), text(&env.arch)),
@@ -102,13 +105,16 @@ fn header(out: &mut String, r: &Report) {
 
 fn profiles(out: &mut String, r: &Report) {
     out.push_str("\n## Profiles\n\n");
+    let flaky = crate::repeat::flaky_column(r);
     out.push_str(
-        "| Profile | Outcome | Pass | Fail | Non-strict | Skipped | Error | Not supported |\n\
-         |---|---|--:|--:|--:|--:|--:|--:|\n",
+        "| Profile | Outcome | Pass | Fail | Non-strict | Skipped | Error | Not supported |",
     );
+    out.push_str(if flaky { " Flaky |\n" } else { "\n" });
+    out.push_str("|---|---|--:|--:|--:|--:|--:|--:|");
+    out.push_str(if flaky { "--:|\n" } else { "\n" });
     for p in &r.profiles {
         let c = &p.counts;
-        let _ = writeln!(
+        let _ = write!(
             out,
             "| {} | {} {} | {} | {} | {} | {} | {} | {} |",
             p.profile,
@@ -121,6 +127,10 @@ fn profiles(out: &mut String, r: &Report) {
             c.error,
             c.not_supported
         );
+        if flaky {
+            let _ = write!(out, " {} |", c.flaky);
+        }
+        out.push('\n');
     }
     out.push('\n');
 }
@@ -157,6 +167,7 @@ fn scenario_section(out: &mut String, r: &Report, s: &ScenarioResult) {
     if matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported) {
         let _ = writeln!(out, "**Reason:** {}\n", text(&not_run_reason(r, s)));
     }
+    attempts::section(out, r, s);
     if !s.checks.is_empty() {
         out.push_str(
             "| | Check | Level | Expected | Observed | At | Timing |\n\
@@ -200,6 +211,7 @@ fn verdict_icon(v: Verdict) -> &'static str {
         Verdict::Skipped => "⏭️",
         Verdict::NotSupported => "➖",
         Verdict::Error => "💥",
+        Verdict::Flaky => "🎲",
     }
 }
 

@@ -47,6 +47,17 @@ pub enum MergeError {
         theirs: u64,
         ours: u64,
     },
+    /// Two reports ran with different run settings (`--repeat`, `--allow-flaky`).
+    #[error(
+        "{file} ran with {field} {theirs}, {first} with {ours}: give every shard the same --repeat and --allow-flaky"
+    )]
+    SettingsMismatch {
+        file: String,
+        first: String,
+        field: &'static str,
+        theirs: String,
+        ours: String,
+    },
     /// Two reports split the plan into different numbers of shards.
     #[error(
         "{file} is shard {index}/{theirs}, {first} one of {ours}: give every shard the same N in --shard K/N"
@@ -122,6 +133,7 @@ impl MergeError {
             Self::HarnessMismatch { .. } => "harness_mismatch",
             Self::ProxyMismatch { .. } => "proxy_mismatch",
             Self::SeedMismatch { .. } => "seed_mismatch",
+            Self::SettingsMismatch { .. } => "settings_mismatch",
             Self::ShardCountMismatch { .. } => "shard_count_mismatch",
             Self::SelectionMismatch { .. } => "selection_mismatch",
             Self::InvalidShard { .. } => "invalid_shard",
@@ -289,6 +301,23 @@ fn same_run(file: &str, r: &Report, first_file: &str, first: &Report) -> Result<
             first: first_file,
             theirs: r.seed,
             ours: first.seed,
+        });
+    }
+    let settings = [
+        ("repeat", r.repeat.to_string(), first.repeat.to_string()),
+        (
+            "allow_flaky",
+            r.allow_flaky.to_string(),
+            first.allow_flaky.to_string(),
+        ),
+    ];
+    if let Some((field, theirs, ours)) = settings.into_iter().find(|(_, t, o)| t != o) {
+        return Err(MergeError::SettingsMismatch {
+            file,
+            first: first_file,
+            field,
+            theirs,
+            ours,
         });
     }
     if shard.count != plan.count {

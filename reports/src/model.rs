@@ -1,6 +1,7 @@
 //! The canonical report model: the run-level types (`Report`, `Harness`, `ProxyInfo`,
 //! `Environment`). Its serde form IS the versioned JSON report (see `SCHEMA.md`).
 
+mod attempt;
 mod scenario;
 mod shard;
 mod verdict;
@@ -9,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use self::attempt::{Attempt, AttemptCheck};
 pub use self::scenario::{
     Artifact, CheckResult, ErrorInfo, EventKind, ScenarioResult, TimelineEvent,
 };
@@ -43,6 +45,17 @@ pub struct Report {
     /// For a run with `--shard K/N`: its slice of the plan; `None` otherwise (added in 1.2).
     #[serde(default)]
     pub shard: Option<ShardInfo>,
+    /// How many times each scenario was run (`--repeat N`; added in schema 1.2, 1 when absent).
+    #[serde(default = "one")]
+    pub repeat: u32,
+    /// Whether a `flaky` scenario was allowed not to fail its profile (`--allow-flaky`; added
+    /// in schema 1.2, false when absent). `gate` decides with its own flag, not this one.
+    #[serde(default)]
+    pub allow_flaky: bool,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Which harness wrote the report.
@@ -105,6 +118,8 @@ impl Report {
             scenarios: Vec::new(),
             profiles: Vec::new(),
             shard: None,
+            repeat: 1,
+            allow_flaky: false,
         }
     }
 

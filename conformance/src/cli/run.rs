@@ -169,6 +169,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     }
     cfg.jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
     cfg.shard = shard;
+    cfg.repeat = args.repeat.max(1);
+    cfg.allow_flaky = args.allow_flaky;
     if let Some(path) = &args.durations {
         cfg.durations = crate::shard::Durations::read(path)?.0;
     }
@@ -274,6 +276,22 @@ pub(super) fn summarize(report: &Report, claimed: &[reports::Profile]) {
             s.planned.len()
         );
     }
+    if report.repeat > 1 {
+        let flaky = report
+            .scenarios
+            .iter()
+            .filter(|s| s.verdict == reports::Verdict::Flaky)
+            .count();
+        let allowed = if report.allow_flaky {
+            ", allowed by --allow-flaky"
+        } else {
+            ""
+        };
+        println!(
+            "repeat {}: {flaky} flaky scenario(s){allowed}",
+            report.repeat
+        );
+    }
     println!(
         "{} {} — seed {} — {} ms (slack on declared bounds: {} ms)",
         report.proxy.name,
@@ -288,7 +306,8 @@ pub(super) fn summarize(report: &Report, claimed: &[reports::Profile]) {
         }
         let c = p.counts;
         println!(
-            "  {:<12} {:<9} pass {} fail {} non-strict {} skipped {} error {} not-supported {}{}",
+            "  {:<12} {:<9} pass {} fail {} non-strict {} skipped {} error {} not-supported {} \
+             flaky {}{}{}",
             p.profile.as_str(),
             p.outcome.as_str(),
             c.pass,
@@ -297,6 +316,12 @@ pub(super) fn summarize(report: &Report, claimed: &[reports::Profile]) {
             c.skipped,
             c.error,
             c.not_supported,
+            c.flaky,
+            if c.flaky > 0 && report.allow_flaky {
+                " (allowed)"
+            } else {
+                ""
+            },
             if claimed.contains(&p.profile) {
                 "  (claimed)"
             } else {
@@ -317,6 +342,9 @@ pub(super) fn summarize(report: &Report, claimed: &[reports::Profile]) {
             _ => {}
         }
         println!("  {} {}", s.verdict, s.id);
+        if s.attempts.len() > 1 {
+            println!("      {}", super::attempts_line(s));
+        }
         if let Some(e) = &s.error {
             println!("      harness error [{}]: {}", e.kind, e.message);
         }

@@ -180,21 +180,103 @@ fn gate_reads_reports() {
     let ok = GateArgs {
         report: path.clone(),
         profile: "core".into(),
+        allow_flaky: false,
     };
     assert_eq!(gate(&ok).unwrap(), ExitCode::SUCCESS);
     let not_run = GateArgs {
         report: path.clone(),
         profile: "l7".into(),
+        allow_flaky: false,
     };
     assert_eq!(gate(&not_run).unwrap(), ExitCode::from(EXIT_FAILED));
     let bad = GateArgs {
         report: path,
         profile: "gold".into(),
+        allow_flaky: false,
     };
     assert_eq!(gate(&bad).unwrap_err().kind(), "unknown_profile");
     let missing = GateArgs {
         report: dir.path().join("nope.json"),
         profile: "core".into(),
+        allow_flaky: false,
     };
     assert_eq!(gate(&missing).unwrap_err().kind(), "harness_io");
+}
+
+#[test]
+fn repeat_flags_parse_and_are_bounded() {
+    let Command::Run(a) = parse(&["run", "--repeat", "20", "--allow-flaky"]) else {
+        panic!("not run");
+    };
+    assert_eq!((a.repeat, a.allow_flaky), (20, true));
+    let Command::Run(a) = parse(&["run"]) else {
+        panic!("not run");
+    };
+    assert_eq!((a.repeat, a.allow_flaky), (1, false));
+    let zero = Cli::try_parse_from(["conformance", "run", "--repeat", "0"]);
+    assert!(zero.is_err());
+    let Command::Gate(g) = parse(&["gate", "r.json", "--profile", "core", "--allow-flaky"]) else {
+        panic!("not gate");
+    };
+    assert!(g.allow_flaky);
+}
+
+#[test]
+fn gate_fails_a_flaky_profile_unless_it_allows_flaky_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    let mut report = reports::Report::new(
+        reports::Harness::new("0"),
+        reports::ProxyInfo {
+            name: "p".into(),
+            version: None,
+            command: "p".into(),
+            features: vec![],
+            bounds: Default::default(),
+            xds_tls_mode: None,
+        },
+        reports::Environment {
+            os: "linux".into(),
+            arch: "x86_64".into(),
+            cpus: 2,
+            hostname: None,
+            ci: false,
+            notes: vec![],
+        },
+        "2026-01-01T00:00:00Z",
+        1,
+    );
+    let attempt = |v: reports::Verdict| {
+        let mut s = reports::ScenarioResult::new("a", "d", reports::Profile::Core, vec![]);
+        s.checks.push(reports::CheckResult::new(
+            "c",
+            reports::Requirement::Must,
+            v,
+            "e",
+            "o",
+        ));
+        s
+    };
+    let flaky = crate::runner::fold(vec![
+        attempt(reports::Verdict::Pass),
+        attempt(reports::Verdict::Fail),
+    ]);
+    report.scenarios.push(flaky);
+    report.repeat = 2;
+    // The run allowed flaky; the gate still decides with its own flag.
+    report.allow_flaky = true;
+    report.grade();
+    std::fs::write(&path, reports::to_json(&report)).unwrap();
+    let strict = GateArgs {
+        report: path.clone(),
+        profile: "core".into(),
+        allow_flaky: false,
+    };
+    assert_eq!(gate(&strict).unwrap(), ExitCode::from(EXIT_FAILED));
+    let lenient = GateArgs {
+        report: path,
+        profile: "core".into(),
+        allow_flaky: true,
+    };
+    assert_eq!(gate(&lenient).unwrap(), ExitCode::SUCCESS);
 }

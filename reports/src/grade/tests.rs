@@ -6,7 +6,7 @@ use super::*;
 use crate::model::{CheckResult, Environment, Harness, ProxyInfo};
 
 use Requirement::{Must, Should};
-use Verdict::{Error, Fail, NonStrict, NotSupported, Pass, Skipped};
+use Verdict::{Error, Fail, Flaky, NonStrict, NotSupported, Pass, Skipped};
 
 fn report(scenarios: Vec<ScenarioResult>) -> Report {
     let proxy = ProxyInfo {
@@ -61,6 +61,14 @@ fn graded_as(id: &str, profile: Profile, v: Verdict) -> ScenarioResult {
         Skipped => scenario(id, profile, Skipped, false, &[]),
         NotSupported => scenario(id, profile, NotSupported, false, &[]),
         Error => scenario(id, profile, Pass, true, &[]),
+        Flaky => {
+            let mut s = scenario(id, profile, Pass, false, &[(Fail, Must)]);
+            s.attempts = vec![
+                flaky::tests::attempt(Pass, &[("c", Pass)]),
+                flaky::tests::attempt(Fail, &[("c", Fail)]),
+            ];
+            s
+        }
     }
 }
 
@@ -132,6 +140,8 @@ fn profile_outcome_table() {
         (&[Error], Outcome::Failure),
         (&[Skipped, NonStrict, Fail], Outcome::Failure),
         (&[Pass, Error, NotSupported], Outcome::Failure),
+        (&[Pass, Flaky], Outcome::Failure),
+        (&[Flaky, Skipped], Outcome::Failure),
     ];
     for (verdicts, want) in table {
         let scenarios = verdicts
@@ -156,7 +166,16 @@ fn profile_outcome_table() {
 
 #[test]
 fn counts_tally_every_verdict() {
-    let vs = [Pass, Pass, Fail, NonStrict, Skipped, Error, NotSupported];
+    let vs = [
+        Pass,
+        Pass,
+        Fail,
+        NonStrict,
+        Skipped,
+        Error,
+        NotSupported,
+        Flaky,
+    ];
     let scenarios = vs
         .iter()
         .map(|v| graded_as(v.as_str(), Profile::Core, *v))
@@ -164,13 +183,14 @@ fn counts_tally_every_verdict() {
     let r = report(scenarios).graded();
     let c = r.profile(Profile::Core).unwrap().counts;
     let want = Counts {
-        total: 7,
+        total: 8,
         pass: 2,
         fail: 1,
         non_strict: 1,
         skipped: 1,
         error: 1,
         not_supported: 1,
+        flaky: 1,
     };
     assert_eq!(c, want);
 }
@@ -325,7 +345,7 @@ proptest! {
             if let Err(g) = gate {
                 prop_assert_eq!(g.outcome, p.outcome);
                 let c = p.counts;
-                let not_passing = c.fail + c.error + c.skipped + c.non_strict;
+                let not_passing = c.fail + c.error + c.skipped + c.non_strict + c.flaky;
                 prop_assert_eq!(g.offenders.len() as u32, not_passing);
             }
         }

@@ -335,7 +335,7 @@ fn severity_class(c: &CheckResult) -> &'static str {
     match (c.verdict, c.requirement) {
         (Verdict::Pass, _) => "ok",
         (Verdict::Error, _) | (Verdict::Fail, Requirement::Must) => "bad",
-        (Verdict::NonStrict, _) | (Verdict::Fail, Requirement::Should) => "warn",
+        (Verdict::NonStrict | Verdict::Flaky, _) | (Verdict::Fail, Requirement::Should) => "warn",
         (Verdict::Skipped | Verdict::NotSupported, _) => "unknown",
     }
 }

@@ -127,6 +127,13 @@ fn different_runs_are_refused() {
     assert_eq!(kind(&shards), "seed_mismatch");
 
     let mut shards = split(3);
+    shards[1].1.repeat = 3;
+    assert_eq!(kind(&shards), "settings_mismatch");
+    let mut shards = split(3);
+    shards[2].1.allow_flaky = true;
+    assert_eq!(kind(&shards), "settings_mismatch");
+
+    let mut shards = split(3);
     shards[2].1.harness.version = "9.9.9".into();
     assert_eq!(kind(&shards), "harness_mismatch");
 

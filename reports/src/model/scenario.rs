@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::attempt::Attempt;
 use super::verdict::{Profile, Requirement, Verdict};
 
 /// What one scenario showed.
@@ -27,6 +28,11 @@ pub struct ScenarioResult {
     pub artifacts: Vec<Artifact>,
     /// Set when the harness itself failed running the scenario.
     pub error: Option<ErrorInfo>,
+    /// With `--repeat N` (N > 1): every attempt in run order, summarised; `checks`,
+    /// `timeline`, `artifacts` and `error` are then those of the representative attempt (the
+    /// first failing one, else the first). Empty for a single run (added in schema 1.2).
+    #[serde(default)]
+    pub attempts: Vec<Attempt>,
 }
 
 /// One graded expectation of a scenario.
@@ -114,6 +120,7 @@ impl ScenarioResult {
             timeline: Vec::new(),
             artifacts: Vec::new(),
             error: None,
+            attempts: Vec::new(),
         }
     }
 

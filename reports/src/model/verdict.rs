@@ -24,6 +24,9 @@ pub enum Verdict {
     Skipped,
     /// The harness itself failed; says nothing about the proxy.
     Error,
+    /// Run more than once (`--repeat N`), its attempts disagreed: a check's verdict or the
+    /// scenario's differed between attempts (added in schema 1.2).
+    Flaky,
 }
 
 /// The scenario groups a proxy can claim, in the order reports list them.
@@ -53,7 +56,7 @@ pub enum Outcome {
     /// None failed or errored, but some were skipped, non-strict, or could not run in this
     /// environment.
     Partial,
-    /// At least one scenario failed or errored.
+    /// At least one scenario failed or errored, or was flaky (unless flaky was allowed).
     Failure,
     /// No counted scenario (none run, or all not supported).
     NotRun,
@@ -78,15 +81,19 @@ pub struct Counts {
     pub skipped: u32,
     pub error: u32,
     pub not_supported: u32,
+    /// Scenarios whose attempts disagreed (added in schema 1.2; 0 when absent).
+    #[serde(default)]
+    pub flaky: u32,
 }
 
 // === impl Verdict ===
 
 impl Verdict {
     /// Every verdict, worst first (the order reports list non-passing scenarios in).
-    pub const WORST_FIRST: [Self; 6] = [
+    pub const WORST_FIRST: [Self; 7] = [
         Self::Error,
         Self::Fail,
+        Self::Flaky,
         Self::NonStrict,
         Self::Skipped,
         Self::NotSupported,
@@ -102,6 +109,7 @@ impl Verdict {
             Self::NotSupported => "not-supported",
             Self::Skipped => "skipped",
             Self::Error => "error",
+            Self::Flaky => "flaky",
         }
     }
 
@@ -110,10 +118,11 @@ impl Verdict {
         match self {
             Self::Error => 0,
             Self::Fail => 1,
-            Self::NonStrict => 2,
-            Self::Skipped => 3,
-            Self::NotSupported => 4,
-            Self::Pass => 5,
+            Self::Flaky => 2,
+            Self::NonStrict => 3,
+            Self::Skipped => 4,
+            Self::NotSupported => 5,
+            Self::Pass => 6,
         }
     }
 }
@@ -210,6 +219,7 @@ impl Counts {
             Verdict::Skipped => &mut self.skipped,
             Verdict::Error => &mut self.error,
             Verdict::NotSupported => &mut self.not_supported,
+            Verdict::Flaky => &mut self.flaky,
         };
         *slot += 1;
     }

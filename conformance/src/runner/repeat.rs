@@ -1,0 +1,110 @@
+//! Runs the plan with every scenario `repeat` times (`conformance run --repeat N`): each attempt
+//! in a fresh world with a fresh proxy and the same scenario seed (so attempts differ only in
+//! timing, load and the proxy's own behaviour, not in generated input), attempts of all
+//! scenarios `jobs` at a time, in rounds (every scenario's first attempt starts before any
+//! second one), longest first within a round. The attempts of a scenario are folded into one `ScenarioResult`: a summary per
+//! attempt plus the full detail of the representative attempt (the first non-passing, else the
+//! first); grading then decides `flaky`.
+
+use std::sync::Arc;
+
+use reports::{Attempt, ErrorInfo, ScenarioResult, Verdict};
+use scenarios::Scenario;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+use super::{Planned, Progress, RunConfig, profile, run_scenario};
+
+/// Every planned scenario's result, in plan order (attempts folded when `cfg.repeat > 1`).
+pub(super) async fn run_plan(
+    cfg: &RunConfig,
+    plan: Vec<Planned>,
+    progress: Arc<dyn Progress>,
+) -> Vec<ScenarioResult> {
+    let repeat = cfg.repeat.max(1) as usize;
+    let runs = plan.iter().filter(|p| matches!(p, Planned::Run(_))).count();
+    progress.start(plan.len() - runs + runs * repeat);
+    let permits = Arc::new(Semaphore::new(cfg.jobs.max(1)));
+    let cfg = Arc::new(cfg.clone());
+    let mut handles: Vec<Vec<JoinHandle<ScenarioResult>>> = plan.iter().map(|_| vec![]).collect();
+    // Longest first (by recorded durations), so the longest scenario does not start last.
+    let start = super::order::longest_first(
+        plan.iter().map(|p| p.scenario().id.as_str()),
+        &cfg.durations,
+    );
+    for round in 0..repeat {
+        for (i, p) in start.iter().map(|&i| (i, &plan[i])) {
+            if round > 0 && matches!(p, Planned::Skip(_)) {
+                continue;
+            }
+            let (cfg, progress) = (cfg.clone(), progress.clone());
+            let p = p.clone();
+            // Taken here, not in the task: attempts start in queue order, whatever the
+            // scheduler does (an alternating proxy then alternates deterministically).
+            let permit = permits.clone().acquire_owned().await;
+            handles[i].push(tokio::spawn(async move {
+                let _permit = permit;
+                progress.begin(&p.scenario().id);
+                let r = match &p {
+                    Planned::Skip(s) => {
+                        let mut r = blank(s);
+                        r.mark_skipped();
+                        r
+                    }
+                    Planned::Run(s) => run_scenario(&cfg, s).await,
+                };
+                progress.end(&r, r.graded_verdict());
+                r
+            }));
+        }
+    }
+    let mut results = Vec::with_capacity(plan.len());
+    for (p, handles) in plan.iter().zip(handles) {
+        let mut attempts = Vec::with_capacity(handles.len());
+        for handle in handles {
+            attempts.push(handle.await.unwrap_or_else(|e| {
+                let mut r = blank(p.scenario());
+                r.error = Some(ErrorInfo::new("harness_panic", e.to_string()));
+                r
+            }));
+        }
+        results.push(fold(attempts));
+    }
+    results
+}
+
+/// A result with nothing in it yet.
+fn blank(s: &Scenario) -> ScenarioResult {
+    ScenarioResult::new(
+        &s.id,
+        &s.description,
+        profile(s.profile),
+        s.features.clone(),
+    )
+}
+
+/// One result from a scenario's attempts (in run order, at least one): a single attempt as it
+/// is; several as the representative attempt with every attempt summarised in `attempts`.
+pub fn fold(mut attempts: Vec<ScenarioResult>) -> ScenarioResult {
+    if attempts.len() < 2 {
+        return attempts.pop().unwrap_or_else(|| {
+            let mut r = ScenarioResult::new("", "", reports::Profile::Core, vec![]);
+            r.error = Some(ErrorInfo::new("harness_panic", "no attempt ran"));
+            r
+        });
+    }
+    let summaries: Vec<Attempt> = attempts
+        .iter()
+        .map(|r| Attempt::of(r, r.graded_verdict()))
+        .collect();
+    let at = summaries
+        .iter()
+        .position(|a| a.verdict != Verdict::Pass)
+        .unwrap_or(0);
+    let mut representative = attempts.swap_remove(at);
+    representative.attempts = summaries;
+    representative
+}
+
+#[cfg(test)]
+mod tests;
