@@ -143,7 +143,7 @@ impl fmt::Display for GateFailure {
 
 // === grading rules ===
 
-/// A scenario's verdict: error > failed MUST > non-strict (failed SHOULD, or a check already
+/// A scenario's verdict: the runner's interrupted mark > error > failed MUST > non-strict (failed SHOULD, or a check already
 /// graded non-strict) > skipped check > passed check; when no check ran, the runner's
 /// skipped/not-supported mark (or that of its not-run checks) stands, and a scenario with no
 /// check at all and no mark is an error.
@@ -154,7 +154,10 @@ fn scenario_verdict(s: &ScenarioResult) -> Verdict {
             .iter()
             .any(|c| c.verdict == Verdict::Fail && c.requirement == r)
     };
-    if s.error.is_some() || has(Verdict::Error) {
+    if is_interrupted(s) {
+        // Whatever ran, the scenario was not played to its end.
+        Verdict::Interrupted
+    } else if s.error.is_some() || has(Verdict::Error) {
         Verdict::Error
     } else if failed(Requirement::Must) {
         Verdict::Fail
@@ -178,11 +181,23 @@ fn scenario_verdict(s: &ScenarioResult) -> Verdict {
     }
 }
 
+/// The runner's interrupted mark, or its "interrupted by ..." timeline event (so an edited
+/// stored verdict cannot turn an interrupted scenario into a pass at the gate).
+fn is_interrupted(s: &ScenarioResult) -> bool {
+    s.verdict == Verdict::Interrupted
+        || s.timeline
+            .iter()
+            .any(|e| e.label.starts_with(crate::text::INTERRUPTED_LABEL))
+}
+
 /// No error, no check, no skipped/not-supported mark: nothing was verified.
 fn is_vacuous(s: &ScenarioResult) -> bool {
     s.error.is_none()
         && s.checks.is_empty()
-        && !matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported)
+        && !matches!(
+            s.verdict,
+            Verdict::Skipped | Verdict::NotSupported | Verdict::Interrupted
+        )
 }
 
 /// Whether `s` is not supported only because the environment cannot run it.
@@ -209,7 +224,7 @@ fn profile_result(
         Outcome::NotRun
     } else if counts.fail + counts.error > 0 {
         Outcome::Failure
-    } else if counts.skipped + counts.non_strict + unverified > 0 {
+    } else if counts.skipped + counts.non_strict + counts.interrupted + unverified > 0 {
         Outcome::Partial
     } else {
         Outcome::Success

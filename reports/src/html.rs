@@ -166,7 +166,7 @@ fn profiles_table(out: &mut String, r: &Report) {
 fn scenario(out: &mut String, r: &Report, s: &ScenarioResult, index: usize) {
     let open = if matches!(
         s.verdict,
-        Verdict::Fail | Verdict::Error | Verdict::NonStrict
+        Verdict::Fail | Verdict::Error | Verdict::NonStrict | Verdict::Interrupted
     ) {
         " open"
     } else {
@@ -206,7 +206,10 @@ fn scenario(out: &mut String, r: &Report, s: &ScenarioResult, index: usize) {
             html(&e.message)
         );
     }
-    if matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported) {
+    if matches!(
+        s.verdict,
+        Verdict::Skipped | Verdict::NotSupported | Verdict::Interrupted
+    ) {
         let _ = writeln!(
             out,
             "<p class=\"reason\"><b>Reason:</b> {}</p>",

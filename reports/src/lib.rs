@@ -62,4 +62,5 @@ pub use self::model::{
     Outcome, Profile, ProfileResult, ProxyInfo, Report, Requirement, SCHEMA_VERSION,
     ScenarioResult, TimelineEvent, Verdict,
 };
+pub use self::text::INTERRUPTED_LABEL;
 pub use self::write::{REPORT_FILES, write_all};

@@ -154,7 +154,10 @@ fn scenario_section(out: &mut String, r: &Report, s: &ScenarioResult) {
             text(&e.message)
         );
     }
-    if matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported) {
+    if matches!(
+        s.verdict,
+        Verdict::Skipped | Verdict::NotSupported | Verdict::Interrupted
+    ) {
         let _ = writeln!(out, "**Reason:** {}\n", text(&not_run_reason(r, s)));
     }
     if !s.checks.is_empty() {
@@ -200,6 +203,7 @@ fn verdict_icon(v: Verdict) -> &'static str {
         Verdict::Skipped => "⏭️",
         Verdict::NotSupported => "➖",
         Verdict::Error => "💥",
+        Verdict::Interrupted => "⏹️",
     }
 }
 

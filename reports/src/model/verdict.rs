@@ -24,6 +24,10 @@ pub enum Verdict {
     Skipped,
     /// The harness itself failed; says nothing about the proxy.
     Error,
+    /// The run was interrupted (SIGINT/SIGTERM) while the scenario ran or before it started:
+    /// what it did so far is recorded, but it was not fully verified. Sticky: set by the
+    /// runner, kept by grading whatever the checks say.
+    Interrupted,
 }
 
 /// The scenario groups a proxy can claim, in the order reports list them.
@@ -50,8 +54,8 @@ pub enum Requirement {
 pub enum Outcome {
     /// Every counted scenario passed.
     Success,
-    /// None failed or errored, but some were skipped, non-strict, or could not run in this
-    /// environment.
+    /// None failed or errored, but some were skipped, non-strict, interrupted, or could not
+    /// run in this environment.
     Partial,
     /// At least one scenario failed or errored.
     Failure,
@@ -78,14 +82,18 @@ pub struct Counts {
     pub skipped: u32,
     pub error: u32,
     pub not_supported: u32,
+    /// Scenarios cut short (or never started) by an interrupted run (omitted when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interrupted: u32,
 }
 
 // === impl Verdict ===
 
 impl Verdict {
     /// Every verdict, worst first (the order reports list non-passing scenarios in).
-    pub const WORST_FIRST: [Self; 6] = [
+    pub const WORST_FIRST: [Self; 7] = [
         Self::Error,
+        Self::Interrupted,
         Self::Fail,
         Self::NonStrict,
         Self::Skipped,
@@ -102,6 +110,7 @@ impl Verdict {
             Self::NotSupported => "not-supported",
             Self::Skipped => "skipped",
             Self::Error => "error",
+            Self::Interrupted => "interrupted",
         }
     }
 
@@ -109,11 +118,12 @@ impl Verdict {
     pub fn rank(self) -> usize {
         match self {
             Self::Error => 0,
-            Self::Fail => 1,
-            Self::NonStrict => 2,
-            Self::Skipped => 3,
-            Self::NotSupported => 4,
-            Self::Pass => 5,
+            Self::Interrupted => 1,
+            Self::Fail => 2,
+            Self::NonStrict => 3,
+            Self::Skipped => 4,
+            Self::NotSupported => 5,
+            Self::Pass => 6,
         }
     }
 }
@@ -197,6 +207,10 @@ impl fmt::Display for Outcome {
     }
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 // === impl Counts ===
 
 impl Counts {
@@ -210,6 +224,7 @@ impl Counts {
             Verdict::Skipped => &mut self.skipped,
             Verdict::Error => &mut self.error,
             Verdict::NotSupported => &mut self.not_supported,
+            Verdict::Interrupted => &mut self.interrupted,
         };
         *slot += 1;
     }
