@@ -9,11 +9,14 @@
 //! `/proc/*/environ`. Signals are sent on events (a progress line, the proxy process appearing,
 //! the proxy noting SIGTERM), never after a fixed sleep. The transparent trial is ignored where
 //! namespaces cannot be made (not root, tools missing) unless `CONFORMANCE_REQUIRE_NETNS=1`; the
-//! image trial where Docker or the image is missing unless `CONFORMANCE_REQUIRE_DOCKER=1`.
+//! Envoy trial where there is no Envoy (`ENVOY_BIN`, else `.tools/`) unless
+//! `CONFORMANCE_REQUIRE_ENVOY=1`; the image trial where Docker or the image is missing unless
+//! `CONFORMANCE_REQUIRE_DOCKER=1`.
 
 #[path = "leaks/probe.rs"]
 mod probe;
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -204,6 +207,71 @@ fn transparent(required: bool) -> Result<(), Failed> {
     )
 }
 
+/// SIGTERM while Envoy (bootstrapped like `consul connect envoy`) serves a scenario; no Envoy,
+/// bootstrap or hot-restart shared memory may outlive the run.
+fn envoy(bin: &Path) -> Result<(), Failed> {
+    let manifest = workspace().join("examples/envoy/proxy.toml");
+    let cmd = format!(
+        "{} -c {{bootstrap}} --drain-time-s 1 --disable-hot-restart --concurrency 1",
+        bin.display()
+    );
+    let manifest = manifest.display().to_string();
+    let args = [
+        "--manifest",
+        &manifest,
+        "--proxy-cmd",
+        &cmd,
+        "--scenario",
+        "served-identity,leaf-renewal",
+        "--jobs",
+        "2",
+    ];
+    let shm_before = shm();
+    let run = Run::start(&args, &[])?;
+    run.wait_for("served-identity to finish", |r| {
+        r.stderr().contains("served-identity")
+    })?;
+    run.wait_for("the second Envoy", |r| r.descendants("bootstrap") > 0)?;
+    run.signal(SIGTERM)?;
+    let out = run.wait_exit()?;
+    out.expect_interrupted(SIGTERM)?;
+    let new: Vec<String> = shm()
+        .into_iter()
+        .filter(|f| !shm_before.contains(f))
+        .collect();
+    out.expect(
+        new.is_empty(),
+        &format!("no new /dev/shm entry; new: {new:?}"),
+    )
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from(".."), Path::to_path_buf)
+}
+
+/// `ENVOY_BIN`, else the workspace's `.tools` Envoy, if it is there.
+fn envoy_bin() -> Result<PathBuf, String> {
+    let bin = std::env::var_os("ENVOY_BIN").map_or_else(
+        || workspace().join(".tools/envoy-1.40.0/envoy/_bin/envoy"),
+        PathBuf::from,
+    );
+    if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(format!("no Envoy at {} (set ENVOY_BIN)", bin.display()))
+    }
+}
+
+fn shm() -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect()
+}
+
 /// SIGTERM once the run's first proxy container exists.
 fn image(image: &str) -> Result<(), Failed> {
     let run = Run::start(
@@ -245,6 +313,22 @@ fn main() {
             transparent(netns_required)
         }),
     ];
+    match envoy_bin() {
+        Ok(bin) => trials.push(Trial::test("leaks::sigterm_with_envoy", move || {
+            envoy(&bin)
+        })),
+        Err(why) if env_is("CONFORMANCE_REQUIRE_ENVOY") => {
+            let why = format!("CONFORMANCE_REQUIRE_ENVOY=1 but {why}");
+            trials.push(Trial::test("leaks::sigterm_with_envoy", move || {
+                Err(why.into())
+            }));
+        }
+        Err(why) => {
+            eprintln!("note: leaks::sigterm_with_envoy is ignored: {why}");
+            trials
+                .push(Trial::test("leaks::sigterm_with_envoy", || Ok(())).with_ignored_flag(true));
+        }
+    }
     match probe::image() {
         Ok(img) => trials.push(Trial::test("leaks::sigterm_in_an_image_run", move || {
             image(&img)
