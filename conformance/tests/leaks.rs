@@ -61,11 +61,24 @@ fn failed() -> Result<(), Failed> {
     )
 }
 
-/// Signalled as soon as the run says it starts: nothing (or only the first scenario's world)
-/// was under way; the rest are reported as not started.
+/// A proxy that never gets ready (so a scenario lasts as long as the `ready` timeout, 30 s).
+const NEVER_READY: &str = "sh -c 'while :; do sleep 0.1; done' {proxy_id}";
+
+/// Signalled as soon as the run says it starts: one at a time, the first scenario (whichever it
+/// is) is cut short while it waits for its never-ready proxy, the other two never start.
 fn early(sig: Signal) -> Result<(), Failed> {
     let scenarios = "served-identity,l4-allow-deny,upstream-basic";
-    let run = Run::start(&["--scenario", scenarios, "--jobs", "1"], &[])?;
+    let args = [
+        "--scenario",
+        scenarios,
+        "--jobs",
+        "1",
+        "--proxy-cmd",
+        NEVER_READY,
+        "--features",
+        "l4,upstreams",
+    ];
+    let run = Run::start(&args, &[])?;
     run.wait_for("the progress line", |r| {
         r.stderr().contains("running 3 scenarios")
     })?;
@@ -73,19 +86,24 @@ fn early(sig: Signal) -> Result<(), Failed> {
     let out = run.wait_exit()?;
     out.expect_interrupted(sig)?;
     let r = out.report()?;
-    let not_started = r
+    let before = format!("interrupted by {} before it started", name(sig));
+    let not_started: Vec<_> = r
         .scenarios
         .iter()
-        .filter(|s| {
-            s.timeline
-                .iter()
-                .any(|e| e.label.ends_with("before it started"))
-        })
-        .count();
-    out.expect(not_started >= 2, "at least two scenarios never started")?;
+        .filter(|s| s.timeline.iter().any(|e| e.label == before))
+        .collect();
+    out.expect(not_started.len() == 2, "two scenarios never started")?;
     out.expect(
-        not_started < 3 || r.scenarios.iter().all(|s| s.checks.is_empty()),
-        "not-started scenarios have no checks",
+        not_started
+            .iter()
+            .all(|s| s.checks.is_empty() && s.verdict == Verdict::Interrupted),
+        "not-started scenarios are interrupted, with no checks",
+    )?;
+    out.expect(
+        r.scenarios
+            .iter()
+            .all(|s| s.verdict == Verdict::Interrupted),
+        "the one that had started is interrupted too",
     )
 }
 
@@ -272,7 +290,7 @@ fn shm() -> Vec<String> {
         .collect()
 }
 
-/// SIGTERM once the run's first proxy container exists.
+/// SIGTERM once the proxy container of a long scenario exists.
 fn image(image: &str) -> Result<(), Failed> {
     let run = Run::start(
         &[
