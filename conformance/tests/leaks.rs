@@ -64,6 +64,29 @@ fn failed() -> Result<(), Failed> {
 /// A proxy that never gets ready (so a scenario lasts as long as the `ready` timeout, 30 s).
 const NEVER_READY: &str = "sh -c 'while :; do sleep 0.1; done' {proxy_id}";
 
+/// A proxy that starts a helper in a session of its own (out of its process group, which the
+/// teardown kills): the harness, its subreaper, kills it at the end.
+fn escaped() -> Result<(), Failed> {
+    let cmd = "sh -c 'setsid sleep 300 & exec {exe} reference-proxy -proxy-id {proxy_id}'";
+    let args = [
+        "--scenario",
+        "served-identity",
+        "--proxy-cmd",
+        cmd,
+        "--features",
+        "l4",
+    ];
+    let run = Run::start(&args, &[])?;
+    let out = run.wait_exit()?;
+    out.expect_code(0)?;
+    out.expect_clean()?;
+    out.expect(
+        out.stderr()
+            .contains("killed 1 process(es) the proxies left behind"),
+        "the harness says it killed the escaped helper",
+    )
+}
+
 /// Signalled as soon as the run says it starts: one at a time, the first scenario (whichever it
 /// is) is cut short while it waits for its never-ready proxy, the other two never start.
 fn early(sig: Signal) -> Result<(), Failed> {
@@ -319,6 +342,7 @@ fn main() {
     let mut trials = vec![
         Trial::test("leaks::normal_run", normal),
         Trial::test("leaks::failed_run", failed),
+        Trial::test("leaks::escaped_helper", escaped),
         Trial::test("leaks::sigint_at_start", || early(SIGINT)),
         Trial::test("leaks::sigterm_at_start", || early(SIGTERM)),
         Trial::test("leaks::sigint_mid_scenario", || mid_scenario(SIGINT)),

@@ -190,6 +190,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     } else {
         Arc::new(Lines::default())
     };
+    // Descendants that leave their proxy's process group come back to us, to be killed at the end.
+    proxy::adopt_orphans();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -255,11 +257,16 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
                 eprintln!("interrupted: removed {n} proxy container(s)");
             }
             let Some(report) = interrupt.salvage(why) else {
+                proxy::kill_orphans();
                 return Ok(ExitCode::from(Signal::Int.exit_code()));
             };
             report
         }
     };
+    let n = proxy::kill_orphans();
+    if n > 0 {
+        eprintln!("killed {n} process(es) the proxies left behind (outside their process groups)");
+    }
     let written =
         reports::write_all(&report, &args.report_dir).map_err(|source| Error::ReportDir {
             path: args.report_dir.clone(),

@@ -292,6 +292,11 @@ impl Out {
         }
     }
 
+    /// Its stderr.
+    pub(crate) fn stderr(&self) -> &str {
+        &self.stderr
+    }
+
     fn reports(&self) -> PathBuf {
         self.work.path().join("conformance-report")
     }
