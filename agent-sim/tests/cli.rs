@@ -96,6 +96,38 @@ fn plays_a_scenario_and_prints_what_a_proxy_should_do() {
     assert!(out.contains("agent: intention web → db: deny"), "{out}");
 }
 
+/// A scenario with unix sockets gets a socket directory in `TMPDIR`, removed when agent-sim
+/// ends.
+#[test]
+fn a_socket_scenario_leaves_nothing_in_tmpdir() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = Command::new(env!("CARGO_BIN_EXE_agent-sim"))
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--grpc-listen",
+            "off",
+            "--scenario",
+            "uds-upstream",
+            "--scenario-pace",
+            "1ms",
+            "--exit-after-scenario",
+        ])
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("agent-sim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let dir = tmp.path().display().to_string();
+    assert!(
+        stdout.contains(&format!("on the unix socket {dir}/agent-sim-")),
+        "the sockets live in TMPDIR: {stdout}"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).expect("tmp").collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+}
+
 #[test]
 fn bad_ca_key_flags_are_clear_errors() {
     let (code, _, err) = agent_sim(&["--ca-key-type", "ec", "--ca-key-bits", "2048"]);

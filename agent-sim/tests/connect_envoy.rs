@@ -282,13 +282,16 @@ async fn without_bootstrap_execs_envoy_or_says_why_not() {
     let fake = dir.path().join("envoy");
     std::fs::write(
         &fake,
-        "#!/bin/sh\necho \"$@\"\nwhile [ \"$1\" != --config-path ]; do shift; done\ncat \"$2\"\nrm -f \"$2\"\n",
+        "#!/bin/sh\necho \"$@\"\nwhile [ \"$1\" != --config-path ]; do shift; done\ncat \"$2\"\n",
     )
     .expect("write fake envoy");
     let mut perms = std::fs::metadata(&fake).expect("meta").permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
     std::fs::set_permissions(&fake, perms).expect("chmod");
     let fake_s = fake.display().to_string();
+    // Its own TMPDIR, which must stay empty: no bootstrap file outlives the exec.
+    let tmp = tempfile::tempdir().expect("tmp");
+    let tmp_s = tmp.path().display().to_string();
     let out = connect_envoy(
         &[
             "-proxy-id",
@@ -305,15 +308,19 @@ async fn without_bootstrap_execs_envoy_or_says_why_not() {
             "--drain-time-s",
             "1",
         ],
-        &[],
+        &[("TMPDIR", &tmp_s)],
     )
     .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let (argv, config) = out.stdout.split_once('\n').expect("two parts");
+    assert_eq!(
+        argv, "--disable-hot-restart --config-path /dev/fd/0 --drain-time-s 1",
+        "the bootstrap comes on stdin"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).expect("tmp").collect();
     assert!(
-        argv.starts_with("--disable-hot-restart --config-path ")
-            && argv.ends_with(" --drain-time-s 1"),
-        "{argv}"
+        left.is_empty(),
+        "the bootstrap file was left behind: {left:?}"
     );
     let v: Value = serde_json::from_str(config).expect("config is the bootstrap");
     assert_eq!(v["node"]["id"], "web-sidecar-proxy");

@@ -4,7 +4,9 @@
 //!
 //! Exit codes: 0 = every claimed profile is a success (gate: the profile is), 1 = not, 2 =
 //! usage or harness error (also when any scenario ended `error`; reports are still written),
-//! 130 = interrupted.
+//! 130 = interrupted by SIGINT, 143 = by SIGTERM (`run`: the reports are still written, with the
+//! scenarios it did not finish marked `interrupted`; the cleanup takes at most 10 s, a second
+//! signal cuts it short).
 
 mod merge;
 mod reference;

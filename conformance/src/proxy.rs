@@ -6,6 +6,7 @@
 //! the run.
 
 mod listen;
+mod orphans;
 mod output;
 
 use std::collections::BTreeSet;
@@ -25,6 +26,7 @@ pub use self::output::{DEFAULT_CAPACITY, OutputRing};
 use crate::error::Error;
 
 pub use self::listen::ListenAddr;
+pub use self::orphans::{adopt_orphans, kill_orphans};
 
 /// What to run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 //! durations, checks, timelines and artifacts).
 
 mod artifacts;
+mod cancel;
 mod launch;
 pub mod order;
 mod progress;
@@ -22,6 +23,7 @@ use reports::{
 use scenarios::{Scenario, Timeouts};
 use tokio::time::Instant;
 
+pub use self::cancel::{Interrupt, Signal};
 pub use self::progress::{Lines, Progress, ProgressBar, Silent};
 pub use self::repeat::fold;
 pub use self::transparent::Tamper;
@@ -57,6 +59,9 @@ pub struct RunConfig {
     pub repeat: u32,
     /// Whether a `flaky` scenario may leave its profile a success (`--allow-flaky`).
     pub allow_flaky: bool,
+    /// Cancels the run (the CLI triggers it on SIGINT/SIGTERM): running scenarios tear their
+    /// worlds down and are recorded `interrupted`, the ones not started too.
+    pub interrupt: Interrupt,
 }
 
 /// One entry of a run's plan.
@@ -95,6 +100,7 @@ impl RunConfig {
             durations: order::recorded(),
             repeat: 1,
             allow_flaky: false,
+            interrupt: Interrupt::default(),
         }
     }
 }
@@ -242,7 +248,20 @@ async fn play(
     pod: Option<(crate::netns::Node, PathBuf)>,
 ) -> Result<(), Error> {
     let (node, iptables) = pod.unzip();
-    let mut world = World::build(&scenario.setup, &cfg.manifest, &cfg.timeouts, seed, node).await?;
+    let interrupt = &cfg.interrupt;
+    let cut = |result: &mut ScenarioResult, sig: Signal, what: &str| {
+        let detail = format!("the run was cancelled {what}; its world was torn down");
+        cancel::mark(result, sig, ms(started.elapsed()), &detail);
+    };
+    let build = World::build(&scenario.setup, &cfg.manifest, &cfg.timeouts, seed, node);
+    let mut world = tokio::select! {
+        biased;
+        w = build => w?,
+        sig = interrupt.cancelled() => {
+            cut(result, sig, "while its world was being built");
+            return Ok(());
+        }
+    };
     if let (Some(cmd), Some(iptables)) = (
         world.redirect_command(&cfg.manifest, &cfg.exe, cfg.tamper)?,
         iptables,
@@ -261,7 +280,15 @@ async fn play(
     ));
     let at = |t: Instant| ms(t.saturating_duration_since(started));
     let image = cfg.manifest.image_ref()?;
-    let mut proxy = launch::Launched::start(&command, image.as_ref(), world.dir()).await?;
+    let launch = launch::Launched::start(&command, image.as_ref(), world.dir());
+    let mut proxy = tokio::select! {
+        biased;
+        p = launch => p?,
+        sig = interrupt.cancelled() => {
+            cut(result, sig, "while the proxy was being started");
+            return Ok(());
+        }
+    };
     let spawned_ms = at(Instant::now());
     let mut event = TimelineEvent::new(spawned_ms, EventKind::Step, "proxy started");
     if let Some(detail) = proxy.started_detail() {
@@ -269,8 +296,18 @@ async fn play(
     }
     result.timeline.push(event);
     let ready_timeout = cfg.timeouts.get("ready").unwrap_or(Duration::from_secs(30));
-    let outcome = match proxy.wait_ready(&world.ready_addrs(), ready_timeout).await {
-        Err(not_ready) => {
+    let targets = world.ready_addrs();
+    let ready = tokio::select! {
+        biased;
+        r = proxy.wait_ready(&targets, ready_timeout) => Some(r),
+        sig = interrupt.cancelled() => {
+            cut(result, sig, "while it waited for the proxy to be ready");
+            None
+        }
+    };
+    let outcome = match ready {
+        None => Ok(()),
+        Some(Err(not_ready)) => {
             let check = CheckResult::new(
                 "proxy ready",
                 Requirement::Must,
@@ -286,7 +323,7 @@ async fn play(
             result.checks.push(check);
             Ok(())
         }
-        Ok(took) => {
+        Some(Ok(took)) => {
             result.timeline.push(
                 TimelineEvent::new(at(Instant::now()), EventKind::Observation, "proxy ready")
                     .detail(format!("ports accepted after {} ms", took.as_millis()))
@@ -294,13 +331,23 @@ async fn play(
             );
             if world.xds.is_some() {
                 // Envoy opens listeners from LDS; let it answer every push before step one.
-                let (settled, _) = xds::settle(world.control().xds_log(), ready_timeout).await;
-                result
-                    .timeline
-                    .push(xds::answered_event(at(Instant::now()), settled));
+                let settle = xds::settle(world.control().xds_log(), ready_timeout);
+                if let Some((settled, _)) = until_cancelled(interrupt, settle).await {
+                    result
+                        .timeline
+                        .push(xds::answered_event(at(Instant::now()), settled));
+                }
             }
             let mut exec = Exec::new(&mut world, &cfg.timeouts, cfg.manifest.bounds, started);
-            let r = exec.run(&scenario.steps).await;
+            let r = tokio::select! {
+                biased;
+                r = exec.run(&scenario.steps) => r,
+                sig = interrupt.cancelled() => {
+                    // Dropping the steps' future drops their clients, probes and fault guards.
+                    cut(result, sig, "while its steps ran");
+                    Ok(())
+                }
+            };
             result.timeline.append(&mut exec.timeline);
             result.checks.append(&mut exec.checks);
             r
@@ -314,7 +361,13 @@ async fn play(
                 .timeouts
                 .get("propagation")
                 .unwrap_or(Duration::from_secs(5));
-            Some(xds::settle(log, propagation).await.1)
+            // Cancelled: take the log as it stands, without waiting for it to settle.
+            let wait = if interrupt.signal().is_some() {
+                Duration::ZERO
+            } else {
+                propagation
+            };
+            Some(xds::settle(log, wait).await.1)
         }
         None => None,
     };
@@ -348,6 +401,25 @@ async fn play(
         (Ok(()), Some(e)) => Err(e),
         (outcome, _) => outcome,
     }
+}
+
+/// `fut`'s output, or `None` once the run is cancelled.
+async fn until_cancelled<T>(interrupt: &Interrupt, fut: impl Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        biased;
+        t = fut => Some(t),
+        _ = interrupt.cancelled() => None,
+    }
+}
+
+/// A result with nothing recorded yet for `s`.
+pub(super) fn blank(s: &Scenario) -> ScenarioResult {
+    ScenarioResult::new(
+        &s.id,
+        &s.description,
+        profile(s.profile),
+        s.features.clone(),
+    )
 }
 
 /// Runs every planned scenario (`cfg.jobs` at a time) and returns the graded report, scenarios
@@ -399,8 +471,23 @@ pub async fn run_all(cfg: &RunConfig, plan: Vec<Planned>, progress: Arc<dyn Prog
     }
     report.repeat = cfg.repeat.max(1);
     report.allow_flaky = cfg.allow_flaky;
+    cfg.interrupt.open_board(
+        report.clone(),
+        plan.iter().map(|p| blank(p.scenario())).collect(),
+    );
     report.scenarios = repeat::run_plan(cfg, plan, progress.clone()).await;
     report.duration_ms = ms(clock.elapsed());
+    if let Some(sig) = cfg.interrupt.signal() {
+        let n = report
+            .scenarios
+            .iter()
+            .filter(|s| s.verdict == Verdict::Interrupted)
+            .count();
+        report.environment.notes.push(format!(
+            "run interrupted by {}: {n} scenario(s) interrupted or not started",
+            sig.name()
+        ));
+    }
     report.grade();
     progress.finish(&report);
     report

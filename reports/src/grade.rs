@@ -164,9 +164,13 @@ impl fmt::Display for GateFailure {
 
 // === grading rules ===
 
-/// A scenario's verdict: from its attempts when it ran more than once (`grade/flaky.rs`), else
+/// A scenario's verdict: the runner's interrupted mark first; from its attempts when it ran more than once (`grade/flaky.rs`), else
 /// from its checks ([`single_verdict`]).
 fn scenario_verdict(s: &ScenarioResult) -> Verdict {
+    if is_interrupted(s) {
+        // Whatever ran, the scenario was not played to its end.
+        return Verdict::Interrupted;
+    }
     if s.attempts.len() > 1 {
         return flaky::verdict(&s.attempts);
     }
@@ -209,11 +213,23 @@ fn single_verdict(error: bool, checks: &[(Verdict, Requirement)], mark: Verdict)
     }
 }
 
+/// The runner's interrupted mark, or its "interrupted by ..." timeline event (so an edited
+/// stored verdict cannot turn an interrupted scenario into a pass at the gate).
+fn is_interrupted(s: &ScenarioResult) -> bool {
+    s.verdict == Verdict::Interrupted
+        || s.timeline
+            .iter()
+            .any(|e| e.label.starts_with(crate::text::INTERRUPTED_LABEL))
+}
+
 /// No error, no check, no skipped/not-supported mark: nothing was verified.
 fn is_vacuous(s: &ScenarioResult) -> bool {
     s.error.is_none()
         && s.checks.is_empty()
-        && !matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported)
+        && !matches!(
+            s.verdict,
+            Verdict::Skipped | Verdict::NotSupported | Verdict::Interrupted
+        )
 }
 
 /// Whether `s` is not supported only because the environment cannot run it.
@@ -242,7 +258,7 @@ fn profile_result(
         Outcome::NotRun
     } else if counts.fail + counts.error > 0 || (counts.flaky > 0 && !allow_flaky) {
         Outcome::Failure
-    } else if counts.skipped + counts.non_strict + unverified > 0 {
+    } else if counts.skipped + counts.non_strict + counts.interrupted + unverified > 0 {
         Outcome::Partial
     } else {
         Outcome::Success

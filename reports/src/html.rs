@@ -177,7 +177,7 @@ fn profiles_table(out: &mut String, r: &Report) {
 fn scenario(out: &mut String, r: &Report, s: &ScenarioResult, index: usize) {
     let open = if matches!(
         s.verdict,
-        Verdict::Fail | Verdict::Error | Verdict::NonStrict | Verdict::Flaky
+        Verdict::Fail | Verdict::Error | Verdict::NonStrict | Verdict::Flaky | Verdict::Interrupted
     ) {
         " open"
     } else {
@@ -218,7 +218,10 @@ fn scenario(out: &mut String, r: &Report, s: &ScenarioResult, index: usize) {
             html(&e.message)
         );
     }
-    if matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported) {
+    if matches!(
+        s.verdict,
+        Verdict::Skipped | Verdict::NotSupported | Verdict::Interrupted
+    ) {
         let _ = writeln!(
             out,
             "<p class=\"reason\"><b>Reason:</b> {}</p>",

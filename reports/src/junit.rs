@@ -5,8 +5,9 @@
 //! when, took/bound); error -> `<error>` (type = the harness error kind); skipped and
 //! not-supported -> `<skipped message="skipped: ..."/"not supported: ...">`; non-strict ->
 //! success (JUnit has no "passed with warnings") with a `<system-out>` note naming the SHOULD
-//! checks that failed. Artifacts of non-passing scenarios go to `<system-err>`. Repeated
-//! scenarios (flaky ones included) carry their attempts as reruns (`junit/attempts.rs`).
+//! checks that failed; interrupted -> `<error type="interrupted">` with the reason and the checks
+//! decided before the interruption. Artifacts of non-passing scenarios go to `<system-err>`.
+//! Repeated scenarios (flaky ones included) carry their attempts as reruns (`junit/attempts.rs`).
 
 mod attempts;
 
@@ -77,6 +78,7 @@ fn test_case(report: &Report, s: &ScenarioResult) -> TestCase {
         Verdict::Fail => failure(s),
         Verdict::Error => error(s),
         Verdict::Flaky => attempts::flaky_status(report, s),
+        Verdict::Interrupted => interrupted(report, s),
         Verdict::Skipped | Verdict::NotSupported => {
             let mut st = TestCaseStatus::skipped();
             st.set_message(format!("{}: {}", s.verdict, not_run_reason(report, s)));
@@ -108,7 +110,7 @@ fn test_case(report: &Report, s: &ScenarioResult) -> TestCase {
     }
     if matches!(
         s.verdict,
-        Verdict::Fail | Verdict::Error | Verdict::NonStrict | Verdict::Flaky
+        Verdict::Fail | Verdict::Error | Verdict::NonStrict | Verdict::Flaky | Verdict::Interrupted
     ) && !s.artifacts.is_empty()
     {
         let err: Vec<String> = s
@@ -159,6 +161,19 @@ fn error(s: &ScenarioResult) -> TestCaseStatus {
     let lines = check_lines(s);
     if !lines.is_empty() {
         st.set_description(lines);
+    }
+    st
+}
+
+/// An `<error type="interrupted">`: the scenario was not played to its end, so it neither
+/// passed nor failed; the checks it decided so far are listed.
+fn interrupted(report: &Report, s: &ScenarioResult) -> TestCaseStatus {
+    let mut st = TestCaseStatus::non_success(NonSuccessKind::Error);
+    st.set_message(format!("interrupted: {}", not_run_reason(report, s)));
+    st.set_type("interrupted");
+    let lines: Vec<String> = s.checks.iter().map(check_line).collect();
+    if !lines.is_empty() {
+        st.set_description(lines.join("\n"));
     }
     st
 }

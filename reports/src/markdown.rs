@@ -164,7 +164,10 @@ fn scenario_section(out: &mut String, r: &Report, s: &ScenarioResult) {
             text(&e.message)
         );
     }
-    if matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported) {
+    if matches!(
+        s.verdict,
+        Verdict::Skipped | Verdict::NotSupported | Verdict::Interrupted
+    ) {
         let _ = writeln!(out, "**Reason:** {}\n", text(&not_run_reason(r, s)));
     }
     attempts::section(out, r, s);
@@ -212,6 +215,7 @@ fn verdict_icon(v: Verdict) -> &'static str {
         Verdict::NotSupported => "➖",
         Verdict::Error => "💥",
         Verdict::Flaky => "🎲",
+        Verdict::Interrupted => "⏹️",
     }
 }
 

@@ -89,7 +89,8 @@ pub(crate) fn level(r: Requirement) -> &'static str {
 }
 
 /// Why a skipped or not-supported scenario did not run: the `observed` text of its checks with
-/// that verdict, else the features the proxy did not declare, else a generic phrase.
+/// that verdict, else the features the proxy did not declare, else a generic phrase; for an
+/// interrupted one, its last "interrupted by ..." timeline event.
 pub(crate) fn not_run_reason(report: &Report, s: &ScenarioResult) -> String {
     let reasons: Vec<&str> = s
         .checks
@@ -118,9 +119,25 @@ pub(crate) fn not_run_reason(report: &Report, s: &ScenarioResult) -> String {
                 )
             }
         }
+        Verdict::Interrupted => s
+            .timeline
+            .iter()
+            .rev()
+            .find(|e| e.label.starts_with(INTERRUPTED_LABEL))
+            .map_or_else(
+                || "the run was interrupted".to_owned(),
+                |e| match &e.detail {
+                    Some(d) => format!("{}: {d}", e.label),
+                    None => e.label.clone(),
+                },
+            ),
         _ => String::new(),
     }
 }
+
+/// How the runner's timeline event on an interrupted scenario starts (`interrupted by SIGINT`,
+/// `interrupted by SIGTERM before it started`, ...): the reason reports show.
+pub const INTERRUPTED_LABEL: &str = "interrupted by ";
 
 /// `proxy-under-test 0.1.0` (name alone without a version).
 pub(crate) fn proxy_title(report: &Report) -> String {
@@ -166,5 +183,41 @@ mod tests {
             check_line(&late),
             "[fail] c (must): expected: e; observed: o; at 5.21 s; took 4.21 s, bound 3 s"
         );
+    }
+
+    #[test]
+    fn every_rendering_shows_an_interrupted_scenario_and_why() {
+        use crate::model::{EventKind, TimelineEvent};
+        let mut r = crate::fixture::sample_report();
+        let mut s = r.scenarios[0].clone();
+        s.id = "cut-short".into();
+        s.mark_interrupted();
+        s.timeline.push(
+            TimelineEvent::new(1234, EventKind::Step, "interrupted by SIGTERM")
+                .detail("the run was cancelled while its steps ran"),
+        );
+        r.scenarios.push(s);
+        r.grade();
+        let cut = r.scenarios.last().unwrap();
+        assert_eq!(cut.verdict, Verdict::Interrupted);
+        assert_eq!(
+            not_run_reason(&r, cut),
+            "interrupted by SIGTERM: the run was cancelled while its steps ran"
+        );
+        let md = crate::to_markdown(&r);
+        assert!(md.contains("⏹️"), "{md}");
+        assert!(md.contains("**Reason:** interrupted by SIGTERM"), "{md}");
+        let junit = crate::to_junit(&r);
+        assert!(junit.contains("type=\"interrupted\""), "{junit}");
+        assert!(
+            junit.contains("interrupted: interrupted by SIGTERM"),
+            "{junit}"
+        );
+        let html = crate::to_html(&r);
+        assert!(html.contains("b-interrupted"), "{html}");
+        assert!(html.contains("v-interrupted"), "{html}");
+        let json = crate::to_json(&r);
+        assert!(json.contains("\"verdict\": \"interrupted\""), "{json}");
+        assert!(json.contains("\"interrupted\": 1"), "{json}");
     }
 }

@@ -1,11 +1,14 @@
 //! `conformance run` and `conformance list`: manifest and selection from flags (and `--shard`'s
-//! slice of it), the run on a multi-threaded runtime with Ctrl-C handling (proxy process groups
-//! killed, proxy containers removed), reports written, exit code from the claimed
-//! profiles.
+//! slice of it), the run on a multi-threaded runtime with SIGINT/SIGTERM handling (the first
+//! signal cancels the run: running scenarios tear their worlds down, within [`CLEANUP_BOUND`]; a
+//! second signal or the bound kills every proxy group and removes every labelled container),
+//! reports written (interrupted runs too), exit code from the claimed profiles or the signal
+//! (130/143).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use reports::{Outcome, Report};
 use scenarios::{Profile, Scenario, Timeouts};
@@ -14,26 +17,48 @@ use super::{EXIT_FAILED, ListArgs, RunArgs, parse_profile};
 use crate::catalogue::{self, Selection};
 use crate::error::Error;
 use crate::manifest::Manifest;
-use crate::runner::{Lines, Planned, Progress, ProgressBar, RunConfig, default_jobs, run_all};
+use crate::runner::{
+    Lines, Planned, Progress, ProgressBar, RunConfig, Signal, default_jobs, run_all,
+};
 use crate::{container, exec, proxy};
 
-/// Exit code after Ctrl-C.
-const EXIT_INTERRUPTED: u8 = 130;
+/// How long the orderly cleanup after the first SIGINT/SIGTERM may take (proxies stopped with
+/// their grace, worlds dropped) before the hard kill; well inside the usual 30 s between a CI
+/// timeout's SIGTERM and its SIGKILL.
+pub(crate) const CLEANUP_BOUND: Duration = Duration::from_secs(10);
 
-/// Resolves on Ctrl-C or SIGTERM (a cancelled CI job): the caller kills every proxy group.
-async fn interrupted() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
+/// SIGINT and SIGTERM, listened to from the start of the run (so an early signal is not lost
+/// to the default action).
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Installs the handlers; needs a runtime context.
+    fn install() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
     }
+
+    /// The next signal.
+    async fn next(&mut self) -> Signal {
+        tokio::select! {
+            _ = self.int.recv() => Signal::Int,
+            _ = self.term.recv() => Signal::Term,
+        }
+    }
+}
+
+/// How the run ended.
+enum Ended {
+    /// `run_all` returned (after a signal too: every scenario cleaned up).
+    Done(Box<Report>),
+    /// A second signal or the cleanup bound cut the cleanup short (why).
+    Cut(&'static str),
 }
 
 /// The manifest the flags describe.
@@ -179,35 +204,83 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     } else {
         Arc::new(Lines::default())
     };
+    // Descendants that leave their proxy's process group come back to us, to be killed at the end.
+    proxy::adopt_orphans();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::io("start the runtime", e))?;
-    if let Some(image) = cfg.manifest.image_ref()? {
-        // A missing daemon or image is a usage error now, not an error in every scenario.
-        rt.block_on(container::preflight(&image))?;
-    }
-    let report = rt.block_on(async {
-        tokio::select! {
-            r = run_all(&cfg, plan, progress) => Some(r),
-            () = interrupted() => None,
-        }
-    });
-    let Some(report) = report else {
-        let n = proxy::kill_all_live();
-        eprintln!("interrupted: killed {n} proxy process group(s)");
-        if cfg.manifest.image.is_some() {
-            // Stop every scenario first (no container can be created after this), then remove
-            // every container this run labelled, including any caught between create and start.
-            rt.shutdown_timeout(std::time::Duration::from_secs(5));
-            let n = sweep_containers();
-            eprintln!("interrupted: removed {n} proxy container(s)");
-        } else {
-            drop(rt);
-        }
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    let mut signals = {
+        let _in_rt = rt.enter();
+        Signals::install().map_err(|e| Error::io("install the signal handlers", e))?
     };
-    drop(rt);
+    let image = cfg.manifest.image_ref()?;
+    let interrupt = cfg.interrupt.clone();
+    let ended = rt.block_on(async {
+        if let Some(image) = &image {
+            // A missing daemon or image is a usage error now, not an error in every scenario.
+            tokio::select! {
+                r = container::preflight(image) => r?,
+                sig = signals.next() => interrupt.trigger(sig),
+            }
+        }
+        let run = run_all(&cfg, plan, progress);
+        tokio::pin!(run);
+        if interrupt.signal().is_none() {
+            tokio::select! {
+                r = &mut run => return Ok(Ended::Done(Box::new(r))),
+                sig = signals.next() => interrupt.trigger(sig),
+            }
+        }
+        eprintln!(
+            "interrupted by {}: stopping the running scenarios (at most {} s; signal again to \
+             kill at once)",
+            interrupt.signal().map_or("a signal", Signal::name),
+            CLEANUP_BOUND.as_secs()
+        );
+        Ok::<_, Error>(tokio::select! {
+            r = &mut run => Ended::Done(Box::new(r)),
+            _ = signals.next() => Ended::Cut("a second signal"),
+            () = tokio::time::sleep(CLEANUP_BOUND) => Ended::Cut("the cleanup bound ran out"),
+        })
+    })?;
+    let report = match ended {
+        Ended::Done(report) => {
+            drop(rt);
+            if interrupt.signal().is_some() {
+                // Every scenario tore its proxy down; anything still registered is a bug, and is
+                // killed rather than left behind.
+                let n = proxy::kill_all_live();
+                if n > 0 {
+                    eprintln!("interrupted: killed {n} leftover proxy process group(s)");
+                }
+                if image.is_some() {
+                    sweep_containers();
+                }
+            }
+            *report
+        }
+        Ended::Cut(why) => {
+            let n = proxy::kill_all_live();
+            eprintln!("interrupted ({why}): killed {n} proxy process group(s)");
+            // Stop every scenario (no container can be created after this), then remove every
+            // container this run labelled, including any caught between create and start.
+            rt.shutdown_timeout(Duration::from_secs(2));
+            if image.is_some() {
+                let n = sweep_containers();
+                eprintln!("interrupted: removed {n} proxy container(s)");
+            }
+            let Some(report) = interrupt.salvage(why) else {
+                proxy::kill_orphans();
+                return Ok(ExitCode::from(Signal::Int.exit_code()));
+            };
+            report
+        }
+    };
+    let n = proxy::kill_orphans();
+    if n > 0 {
+        eprintln!("killed {n} process(es) the proxies left behind (outside their process groups)");
+    }
     let written =
         reports::write_all(&report, &args.report_dir).map_err(|source| Error::ReportDir {
             path: args.report_dir.clone(),
@@ -216,6 +289,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     summarize(&report, &claimed);
     for p in written {
         println!("wrote {}", p.display());
+    }
+    if let Some(sig) = interrupt.signal() {
+        return Ok(ExitCode::from(sig.exit_code()));
     }
     Ok(exit_code(&report, &claimed))
 }

@@ -9,11 +9,11 @@
 use std::sync::Arc;
 
 use reports::{Attempt, ErrorInfo, ScenarioResult, Verdict};
-use scenarios::Scenario;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
-use super::{Planned, Progress, RunConfig, profile, run_scenario};
+use super::cancel::Signal;
+use super::{Planned, Progress, RunConfig, blank, run_scenario};
 
 /// Every planned scenario's result, in plan order (attempts folded when `cfg.repeat > 1`).
 pub(super) async fn run_plan(
@@ -32,6 +32,8 @@ pub(super) async fn run_plan(
         plan.iter().map(|p| p.scenario().id.as_str()),
         &cfg.durations,
     );
+    // Once a signal arrives, no attempt starts: each left is recorded as not started.
+    let mut cancelled: Option<Signal> = None;
     for round in 0..repeat {
         for (i, p) in start.iter().map(|&i| (i, &plan[i])) {
             if round > 0 && matches!(p, Planned::Skip(_)) {
@@ -41,18 +43,33 @@ pub(super) async fn run_plan(
             let p = p.clone();
             // Taken here, not in the task: attempts start in queue order, whatever the
             // scheduler does (an alternating proxy then alternates deterministically).
-            let permit = permits.clone().acquire_owned().await;
+            let permit = match cancelled {
+                Some(sig) => Err(sig),
+                None => tokio::select! {
+                    biased;
+                    sig = cfg.interrupt.cancelled() => Err(sig),
+                    p = permits.clone().acquire_owned() => Ok(p),
+                },
+            };
+            if let Err(sig) = permit {
+                cancelled = Some(sig);
+            }
             handles[i].push(tokio::spawn(async move {
-                let _permit = permit;
-                progress.begin(&p.scenario().id);
-                let r = match &p {
-                    Planned::Skip(s) => {
+                let r = match (permit, &p) {
+                    (_, Planned::Skip(s)) => {
+                        progress.begin(&s.id);
                         let mut r = blank(s);
                         r.mark_skipped();
                         r
                     }
-                    Planned::Run(s) => run_scenario(&cfg, s).await,
+                    (Err(sig), Planned::Run(s)) => super::cancel::not_started(blank(s), sig),
+                    (Ok(_permit), Planned::Run(s)) => {
+                        progress.begin(&s.id);
+                        run_scenario(&cfg, s).await
+                    }
                 };
+                // The latest finished attempt, for the report salvaged if cleanup is cut short.
+                cfg.interrupt.post(i, &r);
                 progress.end(&r, r.graded_verdict());
                 r
             }));
@@ -71,16 +88,6 @@ pub(super) async fn run_plan(
         results.push(fold(attempts));
     }
     results
-}
-
-/// A result with nothing in it yet.
-fn blank(s: &Scenario) -> ScenarioResult {
-    ScenarioResult::new(
-        &s.id,
-        &s.description,
-        profile(s.profile),
-        s.features.clone(),
-    )
 }
 
 /// One result from a scenario's attempts (in run order, at least one): a single attempt as it

@@ -6,7 +6,7 @@ use super::*;
 use crate::model::{CheckResult, Environment, Harness, ProxyInfo};
 
 use Requirement::{Must, Should};
-use Verdict::{Error, Fail, Flaky, NonStrict, NotSupported, Pass, Skipped};
+use Verdict::{Error, Fail, Flaky, Interrupted, NonStrict, NotSupported, Pass, Skipped};
 
 fn report(scenarios: Vec<ScenarioResult>) -> Report {
     let proxy = ProxyInfo {
@@ -69,6 +69,7 @@ fn graded_as(id: &str, profile: Profile, v: Verdict) -> ScenarioResult {
             ];
             s
         }
+        Interrupted => scenario(id, profile, Interrupted, false, &[(Pass, Must)]),
     }
 }
 
@@ -99,6 +100,10 @@ fn scenario_verdict_table() {
         ("stale stored fail, all checks pass", Fail, false, &[(Pass, Must)], Pass),
         ("nothing recorded at all", Pass, false, &[], Error),
         ("stale stored fail, nothing recorded", Fail, false, &[], Error),
+        ("interrupted, no checks", Interrupted, false, &[], Interrupted),
+        ("interrupted beats passing checks", Interrupted, false, &[(Pass, Must)], Interrupted),
+        ("interrupted beats a failed must", Interrupted, false, &[(Fail, Must)], Interrupted),
+        ("interrupted beats a harness error", Interrupted, true, &[], Interrupted),
     ];
     for (name, mark, error, checks, want) in table {
         let s = scenario(name, Profile::Core, *mark, *error, checks);
@@ -142,6 +147,9 @@ fn profile_outcome_table() {
         (&[Pass, Error, NotSupported], Outcome::Failure),
         (&[Pass, Flaky], Outcome::Failure),
         (&[Flaky, Skipped], Outcome::Failure),
+        (&[Pass, Interrupted], Outcome::Partial),
+        (&[Interrupted], Outcome::Partial),
+        (&[Interrupted, Fail], Outcome::Failure),
     ];
     for (verdicts, want) in table {
         let scenarios = verdicts
@@ -175,6 +183,7 @@ fn counts_tally_every_verdict() {
         Error,
         NotSupported,
         Flaky,
+        Interrupted,
     ];
     let scenarios = vs
         .iter()
@@ -183,7 +192,7 @@ fn counts_tally_every_verdict() {
     let r = report(scenarios).graded();
     let c = r.profile(Profile::Core).unwrap().counts;
     let want = Counts {
-        total: 8,
+        total: 9,
         pass: 2,
         fail: 1,
         non_strict: 1,
@@ -191,6 +200,7 @@ fn counts_tally_every_verdict() {
         error: 1,
         not_supported: 1,
         flaky: 1,
+        interrupted: 1,
     };
     assert_eq!(c, want);
 }
@@ -345,7 +355,8 @@ proptest! {
             if let Err(g) = gate {
                 prop_assert_eq!(g.outcome, p.outcome);
                 let c = p.counts;
-                let not_passing = c.fail + c.error + c.skipped + c.non_strict + c.flaky;
+                let not_passing =
+                    c.fail + c.error + c.skipped + c.non_strict + c.flaky + c.interrupted;
                 prop_assert_eq!(g.offenders.len() as u32, not_passing);
             }
         }
@@ -358,6 +369,28 @@ proptest! {
     ) {
         let at = at.min(s.checks.len());
         s.checks.insert(at, check(Fail, Must));
-        prop_assert!(matches!(s.graded_verdict(), Fail | Error));
+        // An interrupted mark stands (never a pass): the failed check is still listed in it.
+        let want_interrupted = s.verdict == Interrupted;
+        match s.graded_verdict() {
+            Interrupted => prop_assert!(want_interrupted),
+            v => prop_assert!(matches!(v, Fail | Error), "{v}"),
+        }
     }
+}
+
+#[test]
+fn an_edited_verdict_does_not_hide_an_interruption_from_the_gate() {
+    let mut s = scenario("cut", Profile::Core, Interrupted, false, &[(Pass, Must)]);
+    s.timeline.push(crate::model::TimelineEvent::new(
+        10,
+        crate::model::EventKind::Step,
+        "interrupted by SIGTERM",
+    ));
+    let mut r = report(vec![s]).graded();
+    assert_eq!(r.scenarios[0].verdict, Interrupted);
+    r.scenarios[0].verdict = Pass;
+    r.profiles.clear();
+    let err = r.gate(Profile::Core).unwrap_err();
+    assert_eq!(err.outcome, Outcome::Partial);
+    assert_eq!(err.offenders[0].verdict, Interrupted);
 }

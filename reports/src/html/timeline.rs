@@ -336,7 +336,7 @@ fn severity_class(c: &CheckResult) -> &'static str {
         (Verdict::Pass, _) => "ok",
         (Verdict::Error, _) | (Verdict::Fail, Requirement::Must) => "bad",
         (Verdict::NonStrict | Verdict::Flaky, _) | (Verdict::Fail, Requirement::Should) => "warn",
-        (Verdict::Skipped | Verdict::NotSupported, _) => "unknown",
+        (Verdict::Skipped | Verdict::NotSupported | Verdict::Interrupted, _) => "unknown",
     }
 }
 

@@ -130,6 +130,13 @@ impl ScenarioResult {
         self
     }
 
+    /// Marks a scenario the run was interrupted in (or before): sticky, whatever its checks say.
+    /// Record when and why as a timeline event labelled `interrupted by <SIGNAL>...`.
+    pub fn mark_interrupted(&mut self) -> &mut Self {
+        self.verdict = Verdict::Interrupted;
+        self
+    }
+
     /// Marks a scenario that was not run because the proxy or the environment cannot do it.
     /// Record the reason as a check with verdict `not-supported` whose `observed` says why.
     pub fn mark_not_supported(&mut self) -> &mut Self {

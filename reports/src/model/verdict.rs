@@ -27,6 +27,10 @@ pub enum Verdict {
     /// Run more than once (`--repeat N`), its attempts disagreed: a check's verdict or the
     /// scenario's differed between attempts (added in schema 1.2).
     Flaky,
+    /// The run was interrupted (SIGINT/SIGTERM) while the scenario ran or before it started:
+    /// what it did so far is recorded, but it was not fully verified. Sticky: set by the
+    /// runner, kept by grading whatever the checks say.
+    Interrupted,
 }
 
 /// The scenario groups a proxy can claim, in the order reports list them.
@@ -53,8 +57,8 @@ pub enum Requirement {
 pub enum Outcome {
     /// Every counted scenario passed.
     Success,
-    /// None failed or errored, but some were skipped, non-strict, or could not run in this
-    /// environment.
+    /// None failed or errored, but some were skipped, non-strict, interrupted, or could not
+    /// run in this environment.
     Partial,
     /// At least one scenario failed or errored, or was flaky (unless flaky was allowed).
     Failure,
@@ -84,14 +88,18 @@ pub struct Counts {
     /// Scenarios whose attempts disagreed (added in schema 1.2; 0 when absent).
     #[serde(default)]
     pub flaky: u32,
+    /// Scenarios cut short (or never started) by an interrupted run (omitted when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interrupted: u32,
 }
 
 // === impl Verdict ===
 
 impl Verdict {
     /// Every verdict, worst first (the order reports list non-passing scenarios in).
-    pub const WORST_FIRST: [Self; 7] = [
+    pub const WORST_FIRST: [Self; 8] = [
         Self::Error,
+        Self::Interrupted,
         Self::Fail,
         Self::Flaky,
         Self::NonStrict,
@@ -110,6 +118,7 @@ impl Verdict {
             Self::Skipped => "skipped",
             Self::Error => "error",
             Self::Flaky => "flaky",
+            Self::Interrupted => "interrupted",
         }
     }
 
@@ -117,12 +126,13 @@ impl Verdict {
     pub fn rank(self) -> usize {
         match self {
             Self::Error => 0,
-            Self::Fail => 1,
-            Self::Flaky => 2,
-            Self::NonStrict => 3,
-            Self::Skipped => 4,
-            Self::NotSupported => 5,
-            Self::Pass => 6,
+            Self::Interrupted => 1,
+            Self::Fail => 2,
+            Self::Flaky => 3,
+            Self::NonStrict => 4,
+            Self::Skipped => 5,
+            Self::NotSupported => 6,
+            Self::Pass => 7,
         }
     }
 }
@@ -206,6 +216,10 @@ impl fmt::Display for Outcome {
     }
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 // === impl Counts ===
 
 impl Counts {
@@ -220,6 +234,7 @@ impl Counts {
             Verdict::Error => &mut self.error,
             Verdict::NotSupported => &mut self.not_supported,
             Verdict::Flaky => &mut self.flaky,
+            Verdict::Interrupted => &mut self.interrupted,
         };
         *slot += 1;
     }

@@ -258,11 +258,13 @@ fn escape(segment: &str) -> String {
     out
 }
 
-/// Without `-bootstrap`: write the bootstrap to a private file and exec Envoy with
-/// `--config-path` (Consul passes a pipe), `--disable-hot-restart` unless the pass-through
-/// arguments mention hot restart, then the pass-through arguments.
+/// Without `-bootstrap`: exec Envoy with the bootstrap on its standard input, an already
+/// unlinked private file, as `--config-path /dev/fd/0` (Envoy refuses `/dev/stdin`), then
+/// `--disable-hot-restart` unless the pass-through arguments mention hot restart, then the
+/// pass-through arguments. Consul hands Envoy the bootstrap through a FIFO that its helper
+/// process removes once written (`command/connect/envoy/exec_unix.go`); here, too, nothing is
+/// left on disk: the file has no name by the time Envoy starts and is gone when Envoy exits.
 fn exec_envoy(f: &Flags, json: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::process::CommandExt;
     let binary = if f.envoy_binary.is_empty() {
         find_on_path("envoy").ok_or_else(|| {
@@ -273,26 +275,42 @@ fn exec_envoy(f: &Flags, json: &str) -> anyhow::Result<()> {
     } else {
         std::path::PathBuf::from(&f.envoy_binary)
     };
-    let path = std::env::temp_dir().join(format!(
-        "agent-sim-envoy-bootstrap-{}.json",
-        std::process::id()
-    ));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    std::io::Write::write_all(&mut file, json.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))?;
+    let file = unlinked_bootstrap(json)?;
     let mut cmd = std::process::Command::new(&binary);
     if !f.envoy_args.iter().any(|a| a.contains("hot-restart")) {
         cmd.arg("--disable-hot-restart");
     }
-    cmd.arg("--config-path").arg(&path).args(&f.envoy_args);
+    cmd.arg("--config-path")
+        .arg("/dev/fd/0")
+        .args(&f.envoy_args)
+        .stdin(file);
     let err = cmd.exec();
     Err(anyhow!("exec {}: {err}", binary.display()))
+}
+
+/// `json` in a private (0600) file of the temporary directory whose name is removed at once:
+/// the open file is all that is left of it (Envoy reopens it through `/dev/fd/0`, from the
+/// start).
+pub(crate) fn unlinked_bootstrap(json: &str) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let path = std::env::temp_dir().join(format!(
+        "agent-sim-envoy-bootstrap-{}-{nanos}.json",
+        std::process::id()
+    ));
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+    std::io::Write::write_all(&mut file, json.as_bytes()).context("writing the bootstrap")?;
+    std::io::Seek::rewind(&mut file).context("rewinding the bootstrap")?;
+    Ok(file)
 }
 
 fn find_on_path(name: &str) -> Option<std::path::PathBuf> {

@@ -310,10 +310,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         println!("management token {t}");
     }
     println!("export CONSUL_HTTP_ADDR={}", sim.http_addr());
+    // Lives until the process ends orderly (the proxy may use its sockets after the timeline).
+    let sockets = scenario::SocketDir::for_process();
     if let Some(s) = &scenario {
         let addr = sim.http_addr();
+        let play = scenario::play(
+            sim.control(),
+            &addr,
+            sim.grpc_addr(),
+            s,
+            cli.scenario_pace,
+            &sockets,
+        );
         tokio::select! {
-            played = scenario::play(sim.control(), &addr, sim.grpc_addr(), s, cli.scenario_pace) => played?,
+            played = play => played?,
             () = shutdown_signal() => {
                 sim.shutdown().await;
                 return Ok(());

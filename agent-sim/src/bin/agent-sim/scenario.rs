@@ -84,13 +84,38 @@ fn free_port() -> anyhow::Result<u16> {
         .port())
 }
 
-/// Sets the scenario up on the running sim and plays its timeline.
+/// The per-process directory for a scenario's unix sockets (created only when a scenario needs
+/// it), removed with whatever the proxy left in it when the guard drops (the process ends
+/// orderly: timeline done, Ctrl-C, SIGTERM, or an error).
+#[derive(Debug)]
+pub(crate) struct SocketDir(std::path::PathBuf);
+
+impl SocketDir {
+    /// `$TMPDIR/agent-sim-<pid>`.
+    pub(crate) fn for_process() -> Self {
+        Self(std::env::temp_dir().join(format!("agent-sim-{}", std::process::id())))
+    }
+}
+
+impl Drop for SocketDir {
+    fn drop(&mut self) {
+        if self.0.exists()
+            && let Err(e) = std::fs::remove_dir_all(&self.0)
+        {
+            tracing::warn!(dir = %self.0.display(), error = %e, "could not remove the socket directory");
+        }
+    }
+}
+
+/// Sets the scenario up on the running sim and plays its timeline; unix sockets go to
+/// `sockets`.
 pub(crate) async fn play(
     c: &Control,
     agent_addr: &str,
     grpc_addr: Option<std::net::SocketAddr>,
     s: &Scenario,
     pace: Duration,
+    sockets: &SocketDir,
 ) -> anyhow::Result<()> {
     let mut ports = Ports {
         app: free_port()?,
@@ -99,7 +124,7 @@ pub(crate) async fn play(
     };
     // Unix sockets go to a per-process directory; the proxy started by hand creates the
     // upstream sockets, the user's application the app socket.
-    let socket_dir = std::env::temp_dir().join(format!("agent-sim-{}", std::process::id()));
+    let socket_dir = &sockets.0;
     let socket = |name: &str| socket_dir.join(name).display().to_string();
     if s.setup.app_socket {
         ports.app_socket = Some(socket("app.sock"));
@@ -112,7 +137,7 @@ pub(crate) async fn play(
         }
     }
     if ports.app_socket.is_some() || !ports.upstream_sockets.is_empty() {
-        std::fs::create_dir_all(&socket_dir)
+        std::fs::create_dir_all(socket_dir)
             .with_context(|| format!("creating {}", socket_dir.display()))?;
     }
     let added = s.steps.iter().filter_map(|st| match st {

@@ -106,3 +106,16 @@ fn host_port_and_xds_port() {
     assert_eq!(xds_port(&serde_json::json!({"xDS": null})), None);
     assert_eq!(escape("web sidecar/1"), "web%20sidecar%2F1");
 }
+
+#[test]
+fn the_bootstrap_file_has_no_name_left() {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let mut f = unlinked_bootstrap("{\"node\":{}}").unwrap();
+    let meta = f.metadata().unwrap();
+    assert_eq!(meta.nlink(), 0, "the bootstrap file still has a name");
+    assert_eq!(meta.mode() & 0o777, 0o600);
+    let mut text = String::new();
+    f.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "{\"node\":{}}");
+}
