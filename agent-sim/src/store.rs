@@ -72,7 +72,6 @@ pub(crate) struct State {
 /// Per-state cache of derived data that hot endpoints read on every request.
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
-    by_destination: Mutex<HashMap<String, Arc<Vec<Intention>>>>,
     roots: Mutex<Option<Arc<Body>>>,
     catalog: Mutex<Option<Arc<CatalogTables>>>,
 }
@@ -86,26 +85,21 @@ impl Clone for Memo {
 
 impl Memo {
     fn clear(&mut self) {
-        self.by_destination.get_mut().clear();
         *self.roots.get_mut() = None;
         *self.catalog.get_mut() = None;
     }
 }
 
 impl State {
-    /// The intentions whose destination matches `target`, sorted (cached until the next write).
+    /// The intentions whose destination matches `target`, sorted. Not cached: the lookup reads
+    /// two entries by name, and a cache of every destination's copy held hundreds of MiB at
+    /// 100,000 intentions.
     pub(crate) fn destination_intentions(&self, target: &str) -> Arc<Vec<Intention>> {
-        let mut memo = self.memo.by_destination.lock();
-        if let Some(found) = memo.get(target) {
-            return found.clone();
-        }
-        let found = Arc::new(intention::matching(
+        Arc::new(intention::matching(
             &self.config,
             MatchBy::Destination,
             target,
-        ));
-        memo.insert(target.to_owned(), found.clone());
-        found
+        ))
     }
 
     /// Lookup tables over the catalog (derived until the next write).
