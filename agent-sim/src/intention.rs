@@ -11,6 +11,8 @@ mod names;
 #[cfg(test)]
 mod exact_tests;
 #[cfg(test)]
+mod index_tests;
+#[cfg(test)]
 mod tests;
 
 use std::cmp::Ordering;
@@ -20,7 +22,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::config_entry::{
-    ConfigEntries, IntentionJwtRequirement, IntentionPermission, ServiceIntentions, go_quote,
+    ConfigEntries, IntentionJwtRequirement, IntentionPermission, ServiceIntentions,
+    SourceIntention, go_quote,
 };
 
 pub use decide::{Action, Decision, DefaultPolicy, authorize, authorize_matched, check};
@@ -183,25 +186,24 @@ impl Intention {
     }
 }
 
-/// Precedence descending, then the lexicographic tie-break tuple of reference §4.
+/// Precedence descending, then the lexicographic tie-break tuple of reference §4 (compared on
+/// borrowed fields: building the tuple from owned copies cost 16 string clones per comparison).
 pub fn sort_intentions(ixns: &mut [Intention]) {
-    ixns.sort_by(|a, b| {
-        let key = |i: &Intention| {
-            (
-                i.source_sameness_group.clone(),
-                i.source_peer.clone(),
-                i.source_partition.clone(),
-                i.source_ns.clone(),
-                i.source_name.clone(),
-                i.destination_partition.clone(),
-                i.destination_ns.clone(),
-                i.destination_name.clone(),
-            )
-        };
-        match b.precedence.cmp(&a.precedence) {
-            Ordering::Equal => key(a).cmp(&key(b)),
-            other => other,
-        }
+    fn key(i: &Intention) -> [&str; 8] {
+        [
+            &i.source_sameness_group,
+            &i.source_peer,
+            &i.source_partition,
+            &i.source_ns,
+            &i.source_name,
+            &i.destination_partition,
+            &i.destination_ns,
+            &i.destination_name,
+        ]
+    }
+    ixns.sort_by(|a, b| match b.precedence.cmp(&a.precedence) {
+        Ordering::Equal => key(a).cmp(&key(b)),
+        other => other,
     });
 }
 
@@ -288,7 +290,48 @@ pub fn parse_match_query(
 }
 
 /// The sorted intentions matching one service name.
+///
+/// By destination, only the entries named `service` and `*` can match, so they are looked up by
+/// name instead of scanning every entry. By source, every entry is scanned, but only the
+/// matching sources are turned into intentions.
 pub fn matching(entries: &ConfigEntries, by: MatchBy, service: &str) -> Vec<Intention> {
+    let expand = |e: &ServiceIntentions, keep: &dyn Fn(&SourceIntention) -> bool| {
+        (0..e.sources.len())
+            .filter(|&i| keep(&e.sources[i]))
+            .filter_map(|i| Intention::from_source(e, i))
+            .collect::<Vec<_>>()
+    };
+    let mut out: Vec<Intention> = match by {
+        MatchBy::Destination => {
+            let wildcard = (service != "*").then_some("*");
+            [Some(service), wildcard]
+                .into_iter()
+                .flatten()
+                .filter_map(|name| entries.intentions_for(name))
+                .flat_map(|e| expand(e, &|_| true))
+                .collect()
+        }
+        MatchBy::Source => entries
+            .intentions()
+            .flat_map(|e| expand(e, &|src| source_matches(src, service)))
+            .collect(),
+    };
+    sort_intentions(&mut out);
+    out
+}
+
+/// `Intention::matches_source` on the source before it becomes an intention.
+fn source_matches(src: &SourceIntention, name: &str) -> bool {
+    src.peer.is_empty() && src.sameness_group.is_empty() && (src.name == name || src.name == "*")
+}
+
+/// `matching` as a scan over every intention: the definition the lookup must agree with.
+#[cfg(test)]
+pub(crate) fn matching_by_scan(
+    entries: &ConfigEntries,
+    by: MatchBy,
+    service: &str,
+) -> Vec<Intention> {
     let mut out: Vec<Intention> = all_intentions(entries)
         .into_iter()
         .filter(|i| match by {

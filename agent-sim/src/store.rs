@@ -1,9 +1,11 @@
 //! The state store: one lock over all tables (catalog, config entries, CA, tokens, the agent's
-//! leaf cache), one raft-like index, and a change counter every blocking query waits on.
+//! leaf cache), one raft-like index, and change counters that blocking queries wait on: one for
+//! the servers' data, one per service for its cached leaf, one for both (xDS streams).
 //! It also models the agent's view of its servers: while they are unreachable, reads that the
 //! agent would answer from its cache come from a snapshot frozen at the moment contact was lost.
 
 mod catalog;
+mod catalog_tables;
 mod leaf;
 mod local_check;
 mod reset;
@@ -31,6 +33,7 @@ use crate::config_entry::ConfigEntries;
 use crate::http::meta::Body;
 use crate::intention::{self, Intention, MatchBy};
 use crate::service::{HealthCheck, Node, NodeService};
+use catalog_tables::CatalogTables;
 
 /// Key of a service instance or check: (node name, ID).
 pub(crate) type NodeKey = (String, String);
@@ -69,8 +72,8 @@ pub(crate) struct State {
 /// Per-state cache of derived data that hot endpoints read on every request.
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
-    by_destination: Mutex<HashMap<String, Arc<Vec<Intention>>>>,
     roots: Mutex<Option<Arc<Body>>>,
+    catalog: Mutex<Option<Arc<CatalogTables>>>,
 }
 
 impl Clone for Memo {
@@ -82,25 +85,30 @@ impl Clone for Memo {
 
 impl Memo {
     fn clear(&mut self) {
-        self.by_destination.get_mut().clear();
         *self.roots.get_mut() = None;
+        *self.catalog.get_mut() = None;
     }
 }
 
 impl State {
-    /// The intentions whose destination matches `target`, sorted (cached until the next write).
+    /// The intentions whose destination matches `target`, sorted. Not cached: the lookup reads
+    /// two entries by name, and a cache of every destination's copy held hundreds of MiB at
+    /// 100,000 intentions.
     pub(crate) fn destination_intentions(&self, target: &str) -> Arc<Vec<Intention>> {
-        let mut memo = self.memo.by_destination.lock();
-        if let Some(found) = memo.get(target) {
-            return found.clone();
-        }
-        let found = Arc::new(intention::matching(
+        Arc::new(intention::matching(
             &self.config,
             MatchBy::Destination,
             target,
-        ));
-        memo.insert(target.to_owned(), found.clone());
-        found
+        ))
+    }
+
+    /// Lookup tables over the catalog (derived until the next write).
+    pub(crate) fn catalog_tables(&self) -> Arc<CatalogTables> {
+        self.memo
+            .catalog
+            .lock()
+            .get_or_insert_with(|| Arc::new(CatalogTables::build(&self.services, &self.checks)))
+            .clone()
     }
 
     /// The roots body (cached until the next write).
@@ -136,7 +144,13 @@ impl State {
 pub struct Store {
     pub(crate) cfg: SimConfig,
     state: RwLock<State>,
+    /// Bumped by every write except leaf-cache writes: server-backed and agent-local reads.
     changes: watch::Sender<u64>,
+    /// Bumped by every write, leaf-cache writes included: what xDS streams wait on.
+    any_changes: watch::Sender<u64>,
+    /// Per service: bumped by leaf-cache writes for that service, so a leaf-cache write wakes
+    /// the blocked leaf queries of its own service, not every blocked query of the agent.
+    leaf_changes: Mutex<HashMap<String, watch::Sender<u64>>>,
     /// Bumped when every blocked query must return at once (index reset, servers lost).
     abandon: watch::Sender<u64>,
     frozen: RwLock<Option<Frozen>>,
@@ -229,6 +243,8 @@ impl Store {
             cfg,
             state: RwLock::new(state),
             changes: watch::channel(0).0,
+            any_changes: watch::channel(0).0,
+            leaf_changes: Mutex::new(HashMap::new()),
             abandon: watch::channel(0).0,
             frozen: RwLock::new(None),
             cache_seen: Mutex::new(HashSet::new()),
@@ -245,27 +261,49 @@ impl Store {
     /// Changes the live state and wakes every blocked query. The closure allocates indexes with
     /// [`State::next_index`] for what it writes.
     pub(crate) fn write<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        self.write_leaf_cache(|st| {
-            st.input_gen += 1;
-            f(st)
-        })
-    }
-
-    /// A write that changes only the agent's leaf cache (`State::leaves`): wakes every blocked
-    /// query like [`Store::write`] but leaves [`State::input_gen`] alone, so the xDS streams of
-    /// other services' proxies can tell it changed nothing of theirs.
-    pub(crate) fn write_leaf_cache<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut st = self.state.write();
+        st.input_gen += 1;
         let out = f(&mut st);
         st.memo.clear();
         drop(st);
         self.changes.send_modify(|c| *c += 1);
+        self.any_changes.send_modify(|c| *c += 1);
         out
     }
 
-    /// Subscribes to the change counter.
+    /// A write that changes only the agent's leaf cache entry of `service` (`State::leaves`):
+    /// wakes that service's blocked leaf queries and the xDS streams, not the other blocked
+    /// queries (a root rotation re-issues thousands of leaves, and each re-issue woke every
+    /// watcher of the agent). It leaves [`State::input_gen`] alone, so the xDS streams of other
+    /// services' proxies can tell it changed nothing of theirs.
+    pub(crate) fn write_leaf_cache<R>(&self, service: &str, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut st = self.state.write();
+        let out = f(&mut st);
+        drop(st);
+        if let Some(tx) = self.leaf_changes.lock().get(service) {
+            tx.send_modify(|c| *c += 1);
+        }
+        self.any_changes.send_modify(|c| *c += 1);
+        out
+    }
+
+    /// Subscribes to the change counter of the servers' data (every write but leaf-cache ones).
     pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    /// Subscribes to the leaf-cache writes of `service`.
+    pub(crate) fn subscribe_leaf(&self, service: &str) -> watch::Receiver<u64> {
+        self.leaf_changes
+            .lock()
+            .entry(service.to_owned())
+            .or_insert_with(|| watch::channel(0).0)
+            .subscribe()
+    }
+
+    /// Subscribes to every write, leaf-cache writes included.
+    pub(crate) fn subscribe_any(&self) -> watch::Receiver<u64> {
+        self.any_changes.subscribe()
     }
 
     /// Subscribes to the abandon counter.
@@ -277,6 +315,7 @@ impl Store {
     pub(crate) fn abandon_all(&self) {
         self.abandon.send_modify(|c| *c += 1);
         self.changes.send_modify(|c| *c += 1);
+        self.any_changes.send_modify(|c| *c += 1);
     }
 
     /// Runs `f` with the store's random generator.

@@ -16,7 +16,7 @@ fn register(body: &str) -> Result<Registration, RegisterError> {
     register_with(body, &[])
 }
 
-fn register_with(body: &str, existing: &[NodeService]) -> Result<Registration, RegisterError> {
+fn register_with(body: &str, existing: &[&NodeService]) -> Result<Registration, RegisterError> {
     let def = decode_register(body.as_bytes())?;
     expand_registration(def, &RegisterContext::new("n1", existing, 30))
 }

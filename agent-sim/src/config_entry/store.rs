@@ -133,6 +133,14 @@ impl ConfigEntries {
         })
     }
 
+    /// The `service-intentions` entry for destination `name` (a lookup by key, not a scan).
+    pub(crate) fn intentions_for(&self, name: &str) -> Option<&ServiceIntentions> {
+        match self.get(Kind::ServiceIntentions, name)? {
+            ConfigEntry::ServiceIntentions(i) => Some(i),
+            _ => None,
+        }
+    }
+
     /// The table index (max `ModifyIndex` ever written, raised by deletions too).
     pub fn max_index(&self) -> u64 {
         self.index

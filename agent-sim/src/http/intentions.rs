@@ -105,7 +105,9 @@ async fn match_(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError
     let spec = ReadSpec {
         cache_key,
         suppress_unchanged: true,
-        index_of: None,
+        // The index the evaluation below reports: a blocked match query re-renders only once
+        // the config entries moved past its index, not on every write of the agent.
+        index_of: Some(|st| st.config.max_index()),
     };
     let a = server_read(&c.store, &opts, spec, |st| {
         Ok((

@@ -25,8 +25,10 @@ pub(crate) struct ReadSpec {
     pub(crate) cache_key: Option<String>,
     /// Keep blocking while the result is unchanged (intention match, discovery chain).
     pub(crate) suppress_unchanged: bool,
-    /// A cheap way to read just the result's index, so a blocked query renders its body only
-    /// when it returns (the roots endpoint with thousands of watchers).
+    /// A cheap way to read just the result's index (it must equal the index the evaluation
+    /// returns), so a blocked query renders its body only when it may return (the roots
+    /// endpoint with thousands of watchers; with `suppress_unchanged`, once the first body is
+    /// kept for the comparison).
     pub(crate) index_of: Option<fn(&State) -> u64>,
 }
 
@@ -102,6 +104,12 @@ where
                 return None;
             }
             return Some(store.read(eval));
+        }
+        if let (Some(index_of), Some(_), false) = (spec.index_of, &first_body, force || abandoned) {
+            // Not newer: the evaluation could only keep blocking.
+            if store.read(index_of) <= opts.min_index {
+                return None;
+            }
         }
         let (index, body) = match store.read(eval) {
             Ok(r) => r,

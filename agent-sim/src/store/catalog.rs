@@ -86,11 +86,14 @@ impl State {
     /// Reads only the node's range of the check table (keyed by node first): a health query or
     /// an xDS build over N instances is O(N log N), not O(N x all checks).
     pub(crate) fn checks_for(&self, node: &str, service_id: &str) -> Vec<&HealthCheck> {
-        self.checks
-            .range((node.to_owned(), String::new())..)
-            .take_while(|((n, _), _)| n == node)
-            .filter(|(_, c)| c.service_id.is_empty() || c.service_id == service_id)
-            .map(|(_, c)| c)
+        // The check IDs come from the derived tables (a node with 20,000 sidecars has 40,000
+        // checks); the filter is the definition.
+        let tables = self.catalog_tables();
+        tables
+            .check_ids(node, service_id)
+            .into_iter()
+            .filter_map(|id| self.checks.get(&(node.to_owned(), id.clone())))
+            .filter(|c| c.service_id.is_empty() || c.service_id == service_id)
             .collect()
     }
 
@@ -104,7 +107,13 @@ impl State {
     ) -> (u64, Vec<HealthEntry<'_>>) {
         let mut index = self.service_index.get(service).copied().unwrap_or(0);
         let mut out = Vec::new();
-        for ((node, _), svc) in &self.services {
+        // Candidates from the derived tables instead of every instance; `matches` decides.
+        let tables = self.catalog_tables();
+        let candidates = tables.candidates(service, connect);
+        for (node, svc) in candidates
+            .into_iter()
+            .filter_map(|k| Some((&k.0, self.services.get(k)?)))
+        {
             let matches = if connect {
                 (svc.kind == service::ServiceKind::ConnectProxy
                     && svc.proxy.destination_service_name == service)
@@ -230,14 +239,14 @@ impl Store {
     ) -> Result<(), ApiError> {
         let node = self.cfg.node_name.clone();
         self.write(|st| {
-            let existing: Vec<NodeService> = st.services_on(&node).into_iter().cloned().collect();
-            let existing_checks: Vec<HealthCheck> = st
+            let index = st.next_index();
+            let existing: Vec<&NodeService> = st.services_on(&node);
+            let existing_checks: Vec<&HealthCheck> = st
                 .checks
                 .iter()
                 .filter(|((n, _), _)| *n == node)
-                .map(|(_, c)| c.clone())
+                .map(|(_, c)| c)
                 .collect();
-            let index = st.next_index();
             let ctx = RegisterContext {
                 existing_checks: &existing_checks,
                 ..RegisterContext::new(&node, &existing, index)

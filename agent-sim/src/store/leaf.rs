@@ -55,12 +55,16 @@ impl Store {
         timeout: Duration,
     ) -> Result<LeafAnswer, ApiError> {
         let deadline = Instant::now() + timeout;
+        // Woken by writes to the servers' data (a root rotation) and by this service's own
+        // leaf-cache writes, not by other services' leaves.
         let mut changes = self.subscribe();
+        let mut own = self.subscribe_leaf(service);
         if self.read(|st| !st.leaves.contains_key(service)) {
             return self.leaf_now(service, dc);
         }
         loop {
             changes.borrow_and_update();
+            own.borrow_and_update();
             let now = OffsetDateTime::now_utc();
             // Evicted (agent restart): start over with a fresh leaf.
             let Some((entry, rotated)) = self.read(|st| current(st, service)) else {
@@ -94,11 +98,13 @@ impl Store {
             }
             let until = Instant::now() + to_std(wake_at - now);
             let stop = deadline.min(until);
-            if tokio::time::timeout_at(stop, changes.changed())
-                .await
-                .is_err()
-                && stop == deadline
-            {
+            let changed = async {
+                tokio::select! {
+                    r = changes.changed() => r,
+                    r = own.changed() => r,
+                }
+            };
+            if tokio::time::timeout_at(stop, changed).await.is_err() && stop == deadline {
                 let leaf = self.read(|st| st.leaves.get(service).map(|e| e.leaf.clone()));
                 return leaf
                     .map(|leaf| LeafAnswer { leaf, hit: true })
@@ -149,7 +155,7 @@ impl Store {
             self.with_rng(|r| r.random_range(Duration::ZERO..=max))
         };
         let at = now + delay;
-        self.write_leaf_cache(|st| {
+        self.write_leaf_cache(service, |st| {
             if let Some(e) = st.leaves.get_mut(service) {
                 e.rotate_at = Some(*e.rotate_at.get_or_insert(at));
             }
@@ -159,7 +165,7 @@ impl Store {
 
     fn issue(&self, service: &str, dc: &str, now: OffsetDateTime) -> Result<Leaf, ApiError> {
         let fraction: f64 = self.with_rng(|r| r.random_range(0.6..0.9));
-        self.write_leaf_cache(|st| {
+        self.write_leaf_cache(service, |st| {
             if let Err(e) = st.ca.take_csr_token(now) {
                 // Consul's leaf manager returns the error on a first fetch and otherwise keeps
                 // the cached leaf, retrying after a backoff (here: 1 s).

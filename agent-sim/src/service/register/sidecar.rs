@@ -76,6 +76,7 @@ pub(super) fn allocate_sidecar_port(
     let current = ctx
         .existing
         .iter()
+        .copied()
         .filter(|s| !added.iter().any(|a| a.id == s.id))
         .chain(added);
     let mut used = Vec::new();

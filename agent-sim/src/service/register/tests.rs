@@ -12,7 +12,7 @@ fn expand(body: &str, ctx: &RegisterContext<'_>) -> Result<Registration, Registe
     expand_registration(def(body), ctx)
 }
 
-fn ctx<'a>(existing: &'a [NodeService]) -> RegisterContext<'a> {
+fn ctx<'a>(existing: &'a [&'a NodeService]) -> RegisterContext<'a> {
     RegisterContext::new("n1", existing, 30)
 }
 
@@ -165,13 +165,13 @@ fn svc(id: &str, port: u16) -> NodeService {
 fn sidecar_ports_skip_used_and_keep_existing() {
     let body = r#"{"Name":"web","Port":8080,"Connect":{"SidecarService":{}}}"#;
     let used = [
-        svc("a", 21000),
-        svc("b", 21001),
-        svc("c", 21003),
-        svc("d", 80),
+        &svc("a", 21000),
+        &svc("b", 21001),
+        &svc("c", 21003),
+        &svc("d", 80),
     ];
     assert_eq!(expand(body, &ctx(&used)).unwrap().services[1].port, 21002);
-    let existing = [svc("a", 21000), svc("web-sidecar-proxy", 21007)];
+    let existing = [&svc("a", 21000), &svc("web-sidecar-proxy", 21007)];
     let reg = expand(body, &ctx(&existing)).unwrap();
     assert_eq!(
         reg.services[1].port, 21007,
@@ -246,7 +246,8 @@ fn re_registration_keeps_check_state_and_indexes() {
     let mut prev = first.checks.clone();
     prev[0].status = "passing".into();
     prev[0].output = "ok".into();
-    let services = first.services.clone();
+    let services: Vec<&NodeService> = first.services.iter().collect();
+    let prev: Vec<&HealthCheck> = prev.iter().collect();
     let mut again = RegisterContext::new("n1", &services, 40);
     again.existing_checks = &prev;
     let second = expand(body, &again).unwrap();
@@ -325,7 +326,7 @@ fn script_checks_are_refused_unless_enabled() {
 
 #[test]
 fn acl_requirements_cover_replaced_service_and_destination() {
-    let existing = [NodeService {
+    let existing = [&NodeService {
         id: "p1".into(),
         service: "old".into(),
         ..Default::default()

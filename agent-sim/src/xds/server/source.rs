@@ -46,7 +46,8 @@ impl Source for StoreSource {
     }
 
     fn changes(&self) -> watch::Receiver<u64> {
-        self.store.subscribe()
+        // Leaf-cache writes too: a proxy's resources carry its service's leaf.
+        self.store.subscribe_any()
     }
 
     fn inputs(&self, proxy_id: &str) -> Option<Inputs> {
