@@ -172,8 +172,10 @@ proptest! {
                     Step::Api(m, p, b) => (Req::new(m.clone(), p.clone()).body(b.clone()), false),
                 };
                 let req = req.header("X-Consul-Token", ROOT);
-                let answer = send(&router, &req).await.map_err(TestCaseError::fail)?
-                    .ok_or_else(|| TestCaseError::fail(format!("unbuildable {req:?}")))?;
+                // `None`: a blocking leaf query waiting longer than is worth judging.
+                let Some(answer) = send(&router, &req).await.map_err(TestCaseError::fail)? else {
+                    continue;
+                };
                 let injected = sim.control().faults().iter()
                     .any(|f| matches!(f.fault, agent_sim::faults::Fault::Errors { .. }));
                 if is_control || !injected {

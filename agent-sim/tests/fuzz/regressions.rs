@@ -117,3 +117,22 @@ fn clearing_faults_takes_effect_before_the_next_request() {
         assert_eq!(up.status, 200, "{}", up.text);
     });
 }
+
+/// Found by `any_control_request_gets_a_clear_answer`: `POST /_sim/identity/%2F` (a name that
+/// cannot form a SPIFFE ID) was a 500; the control API now answers 400 with the CA's text.
+#[test]
+fn a_test_identity_for_an_impossible_name_is_a_400() {
+    for name in ["%2F", "a%2Fb"] {
+        let a = clear_answer(
+            false,
+            &Req::new(Method::POST, format!("/_sim/identity/{name}")),
+        );
+        assert_eq!(a.status, 400, "{name}: {}", a.text);
+        assert!(
+            a.text
+                .starts_with("SPIFFE ID is not in the expected format"),
+            "{}",
+            a.text
+        );
+    }
+}
