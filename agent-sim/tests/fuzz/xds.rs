@@ -1,8 +1,8 @@
 //! The delta-xDS stream over loopback: malformed and out-of-order `DeltaDiscoveryRequest`s
 //! (unknown type URLs, ACKs and NACKs of nonces never sent, garbage names, subscribe and
-//! unsubscribe churn, no node, huge requests, requests while the servers are unreachable). Each
-//! fuzzed stream must end with a gRPC status or cleanly once the client is done (no hang), and a
-//! well-behaved stream opened before keeps being served, as does a new one.
+//! unsubscribe churn, no node, huge requests, requests while the servers are unreachable or the
+//! agent hung). Each fuzzed stream must end with a gRPC status or cleanly once the client is
+//! done (no hang), and a well-behaved stream opened before keeps being served, as does a new one.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,6 +33,8 @@ const BOUND: Duration = Duration::from_secs(20);
 enum Step {
     Send(Box<DeltaDiscoveryRequest>),
     ServersUnreachable(bool),
+    /// The agent hangs (streams process nothing) until the client is done with this stream.
+    AgentHung(bool),
 }
 
 fn type_url() -> impl Strategy<Value = String> {
@@ -96,13 +98,14 @@ fn request() -> impl Strategy<Value = DeltaDiscoveryRequest> {
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         12 => request().prop_map(|r| Step::Send(Box::new(r))),
-        1 => (1usize..3_000_000).prop_map(|n| Step::Send(Box::new(DeltaDiscoveryRequest {
+        1 => (1usize..5_000_000).prop_map(|n| Step::Send(Box::new(DeltaDiscoveryRequest {
             node: Some(Node { id: "web-sidecar-proxy".into(), ..Default::default() }),
             type_url: CLUSTER.into(),
             resource_names_subscribe: vec!["n".repeat(n)],
             ..Default::default()
         }))),
         1 => any::<bool>().prop_map(Step::ServersUnreachable),
+        1 => any::<bool>().prop_map(Step::AgentHung),
     ]
 }
 
@@ -216,6 +219,7 @@ proptest! {
             let watcher = bystander(addr, good, "web-sidecar-proxy").await;
             served_after(&watcher, 0).await.map_err(TestCaseError::fail)?;
             let mut _unreachable = None;
+            let mut hung = None;
             for steps in &streams {
                 let Stream { tx, mut rx } = match open(addr, token).await {
                     Ok(s) => s,
@@ -244,9 +248,13 @@ proptest! {
                         Step::ServersUnreachable(on) => {
                             _unreachable = on.then(|| sim.control().servers_unreachable());
                         }
+                        Step::AgentHung(on) => {
+                            hung = on.then(|| sim.control().agent_hung());
+                        }
                     }
                 }
-                drop(tx); // the client is done: the stream must end
+                drop(tx); // the client is done: the stream must end (once the agent answers again)
+                drop(hung.take());
                 let code = drain.await.expect("drain").map_err(TestCaseError::fail)?;
                 prop_assert!(ALLOWED.contains(&code), "stream ended with {:?}", code);
             }
