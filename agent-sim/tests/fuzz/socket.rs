@@ -282,3 +282,27 @@ fn an_endless_body_is_refused_with_413() {
         sim.shutdown().await;
     });
 }
+
+/// The socket count the properties rely on sees open connections (both ends are in this
+/// process) and sees them go.
+#[test]
+fn the_socket_count_sees_connections() {
+    runtime().block_on(async {
+        let sim = builder(false).start().await.expect("sim starts");
+        let port = sim.addr().port();
+        let idle = TcpStream::connect(sim.addr()).await.expect("connect");
+        let deadline = tokio::time::Instant::now() + END_BOUND;
+        // Our end at once; the sim's end once it accepted.
+        while open_sockets(port) < 2 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "count stuck at {}",
+                open_sockets(port)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        drop(idle);
+        sockets_closed(port).await.expect("closed");
+        sim.shutdown().await;
+    });
+}
