@@ -306,3 +306,32 @@ fn the_socket_count_sees_connections() {
         sim.shutdown().await;
     });
 }
+
+/// An injected error with an informational status (1xx, never a final status on the wire) still
+/// reaches the client as an answer and the connection ends; other statuses are sent as given.
+#[test]
+fn injected_errors_with_any_status_reach_the_wire() {
+    runtime().block_on(async {
+        let sim = builder(false).start().await.expect("sim starts");
+        let addr = sim.addr();
+        for status in [100u16, 101, 103, 199, 204, 304, 418, 500, 599, 999] {
+            let fault = agent_sim::faults::Fault::Errors {
+                status,
+                body: "injected".into(),
+                path_prefix: None,
+            };
+            let guard = sim.control().inject(fault);
+            let got = exchange(
+                addr,
+                b"GET /v1/agent/self HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            )
+            .await
+            .expect("ended");
+            let text = String::from_utf8_lossy(&got);
+            assert!(text.starts_with("HTTP/1.1 "), "{status}: {text:?}");
+            drop(guard);
+        }
+        sockets_closed(addr.port()).await.expect("closed");
+        sim.shutdown().await;
+    });
+}
