@@ -96,8 +96,9 @@ async fn exchange(addr: std::net::SocketAddr, bytes: &[u8]) -> Result<Vec<u8>, S
     let mut s = TcpStream::connect(addr)
         .await
         .map_err(|e| format!("connect: {e}"))?;
-    // The server may answer (and close) before it read everything: a failed write is fine.
-    let _ = s.write_all(bytes).await;
+    // The server may answer (and close) before it read everything: a failed write is fine, and
+    // so is one the server stopped reading (bounded): what it answers is judged below.
+    let _ = tokio::time::timeout(END_BOUND, s.write_all(bytes)).await;
     let _ = s.shutdown().await;
     let mut out = Vec::new();
     match tokio::time::timeout(END_BOUND, s.read_to_end(&mut out)).await {
