@@ -14,19 +14,9 @@ const TICK: Duration = Duration::from_millis(250);
 /// Follows the fault set and tells the store when the servers are lost or back.
 pub(crate) async fn fault_transitions(c: Control, mut shutdown: watch::Receiver<bool>) {
     let mut faults = c.faults.subscribe();
-    let mut down = false;
     loop {
-        let now_down = faults.borrow_and_update().servers_down_since.is_some();
-        if now_down != down {
-            down = now_down;
-            if down {
-                tracing::info!("servers unreachable: serving cached data only");
-                c.store.servers_lost();
-            } else {
-                tracing::info!("servers reachable again");
-                c.store.servers_back();
-            }
-        }
+        faults.borrow_and_update();
+        c.sync_servers();
         tokio::select! {
             r = faults.changed() => if r.is_err() { return },
             _ = shutdown.changed() => return,

@@ -27,6 +27,8 @@ pub struct Control {
     /// The bound gRPC (xDS) port, once it is served (what `/v1/agent/self` reports).
     pub(crate) grpc_port: Arc<std::sync::OnceLock<u16>>,
     restart: Arc<tokio::sync::Mutex<()>>,
+    /// Serializes [`sync_servers`](Self::sync_servers).
+    servers_sync: Arc<parking_lot::Mutex<()>>,
 }
 
 impl Control {
@@ -38,6 +40,7 @@ impl Control {
             checks: Arc::default(),
             xds_log: Arc::default(),
             grpc_port: Arc::default(),
+            servers_sync: Arc::default(),
             restart: Arc::default(),
         }
     }
@@ -46,12 +49,16 @@ impl Control {
 
     /// Injects a fault until the guard is dropped.
     pub fn inject(&self, fault: Fault) -> FaultGuard {
-        FaultGuard::new(self.faults.clone(), self.faults.add(fault, None))
+        let guard = FaultGuard::new(self.faults.clone(), self.faults.add(fault, None));
+        self.sync_servers();
+        guard
     }
 
     /// Injects a fault that undoes itself after `d`; returns its id.
     pub fn inject_for(&self, fault: Fault, d: Duration) -> u64 {
-        self.faults.add(fault, Some(d))
+        let id = self.faults.add(fault, Some(d));
+        self.sync_servers();
+        id
     }
 
     /// The agent refuses connections.
@@ -71,12 +78,33 @@ impl Control {
 
     /// Removes a fault by id.
     pub fn remove_fault(&self, id: u64) -> bool {
-        self.faults.remove(id)
+        let removed = self.faults.remove(id);
+        self.sync_servers();
+        removed
     }
 
     /// Removes every fault.
     pub fn clear_faults(&self) {
         self.faults.clear();
+        self.sync_servers();
+    }
+
+    /// Tells the store whether the servers are reachable, as the active faults say. Called
+    /// right after every fault change made through this handle, so the next request sees it;
+    /// the background follower calls it for faults that end by themselves (expiry, guards).
+    pub(crate) fn sync_servers(&self) {
+        let _one_at_a_time = self.servers_sync.lock();
+        let down = self.faults.current().servers_down_since.is_some();
+        if down == self.store.servers_down() {
+            return;
+        }
+        if down {
+            tracing::info!("servers unreachable: serving cached data only");
+            self.store.servers_lost();
+        } else {
+            tracing::info!("servers reachable again");
+            self.store.servers_back();
+        }
     }
 
     /// The active faults.

@@ -47,6 +47,9 @@ pub(crate) async fn run(
         async move {
             let conn = hyper::server::conn::http1::Builder::new()
                 .keep_alive(true)
+                // A client may shut down its sending side after its request and wait for the
+                // answer (Go's server, hence Consul, answers it); without this hyper drops it.
+                .half_close(true)
                 .serve_connection(TokioIo::new(stream), svc);
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "connection ended with an error");

@@ -185,22 +185,25 @@ async fn set_status(
     let check = c
         .store
         .read(|st| st.checks.get(&(node.clone(), id.clone())).cloned());
+    // Consul's `vetCheckUpdateWithAuthorizer` runs first: an unknown check is a 404
+    // `HTTPError`, a known one needs write on its service (or the node); only then does
+    // `updateTTLCheck` refuse a check without a TTL (a plain error: 500).
     let check = check.ok_or_else(|| {
-        ApiError::from_text(format!(
+        ApiError::not_found(format!(
             "Unknown check ID {id:?}. Ensure that the check ID is passed, not the check name."
         ))
     })?;
-    if check.ttl.is_none() {
-        return Err(ApiError::from_text(format!(
-            "CheckID {id:?} does not have associated TTL"
-        )));
-    }
     let denied = if check.service_name.is_empty() {
         authz.require(Resource::Node, &node, Level::Write)
     } else {
         authz.require(Resource::Service, &check.service_name, Level::Write)
     };
     denied.map_err(ApiError::from_text)?;
+    if check.ttl.is_none() {
+        return Err(ApiError::from_text(format!(
+            "CheckID {id:?} does not have associated TTL"
+        )));
+    }
     c.store.update_check(CheckUpdate {
         node: None,
         check_id: id,

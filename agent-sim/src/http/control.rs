@@ -207,6 +207,19 @@ async fn roots(State(c): State<Control>) -> Response {
     Json(json!({ "TrustDomain": c.trust_domain(), "RootPEMs": c.root_pems() })).into_response()
 }
 
+/// A name that cannot form a SPIFFE service ID is the caller's mistake: 400, not 500.
+fn bad_name(e: crate::SimError) -> ApiError {
+    use crate::ca::CaError;
+    match e {
+        crate::SimError::Ca(
+            ca @ (CaError::EmptyService
+            | CaError::InvalidSpiffeId(_)
+            | CaError::WrongDatacenter { .. }),
+        ) => ApiError::bad_request(ca.to_string()),
+        other => ApiError::from(other),
+    }
+}
+
 fn identity_json(id: &crate::ca::ClientIdentity) -> Value {
     json!({ "URI": id.uri, "CertChainPEM": id.cert_chain_pem, "PrivateKeyPEM": id.private_key_pem })
 }
@@ -215,13 +228,13 @@ async fn identity(
     State(c): State<Control>,
     Path(service): Path<String>,
 ) -> Result<Response, ApiError> {
-    let id = c.issue_identity(&service).map_err(ApiError::from)?;
+    let id = c.issue_identity(&service).map_err(bad_name)?;
     Ok(Json(identity_json(&id)).into_response())
 }
 
 async fn forge(State(c): State<Control>, body: Bytes) -> Result<Response, ApiError> {
     let what: Forgery = parse(&body)?;
-    let id = c.forge(&what).map_err(ApiError::from)?;
+    let id = c.forge(&what).map_err(bad_name)?;
     Ok(Json(identity_json(&id)).into_response())
 }
 
