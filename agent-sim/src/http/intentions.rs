@@ -14,7 +14,7 @@ use super::connect::intention_default;
 use super::error::ApiError;
 use super::meta;
 use super::query::QueryOpts;
-use super::serve::{ReadSpec, server_read};
+use super::serve::{ReadSpec, server_read, server_read_memo};
 use crate::acl::{Level, Resource};
 use crate::control::Control;
 use crate::filter::{Filter, INTENTION_FIELDS};
@@ -109,7 +109,9 @@ async fn match_(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError
         // the config entries moved past its index, not on every write of the agent.
         index_of: Some(|st| st.config.max_index()),
     };
-    let a = server_read(&c.store, &opts, spec, |st| {
+    // The answer depends on the config entries (their max index) and the query alone.
+    let memo_key = format!("intention-match:{by_word}:{}", names.join("\n"));
+    let a = server_read_memo(&c.store, &opts, spec, &memo_key, |st| {
         Ok((
             st.config.max_index(),
             intention::match_json(&st.config, by, &names),
