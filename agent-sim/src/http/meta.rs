@@ -109,28 +109,46 @@ pub fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {
 /// its compact serialization is made once.
 #[derive(Debug)]
 pub struct Body {
-    value: Value,
+    value: OnceLock<Value>,
     compact: OnceLock<Bytes>,
+    /// Made from its compact bytes (`from_compact`): the value is parsed only if asked for.
+    from_bytes: bool,
 }
 
 impl Body {
     /// Wraps a value.
     pub fn new(value: Value) -> Self {
         Self {
-            value,
+            value: OnceLock::from(value),
             compact: OnceLock::new(),
+            from_bytes: false,
         }
     }
 
-    /// The value.
+    /// A body from its compact Go serialization (a big answer written without building a
+    /// `Value`: the intention matches of thousands of watchers).
+    pub fn from_compact(bytes: Bytes) -> Self {
+        Self {
+            value: OnceLock::new(),
+            compact: OnceLock::from(bytes),
+            from_bytes: true,
+        }
+    }
+
+    /// The value (parsed on first use for a body made from bytes).
     pub fn value(&self) -> &Value {
-        &self.value
+        self.value.get_or_init(|| {
+            self.compact
+                .get()
+                .and_then(|b| serde_json::from_slice(b).ok())
+                .unwrap_or(Value::Null)
+        })
     }
 
     /// The compact serialization, made on first use.
     pub fn compact(&self) -> Bytes {
         self.compact
-            .get_or_init(|| Bytes::from(super::gojson::compact(&self.value)))
+            .get_or_init(|| Bytes::from(super::gojson::compact(self.value())))
             .clone()
     }
 
@@ -138,10 +156,16 @@ impl Body {
     /// unchanged answer from a new one, instead of the whole value (a `serde_json::Value` of ~60
     /// intentions is tens of KiB; 3,333 blocked match watchers each kept one). Object keys are
     /// hashed in sorted order, so equal values (`Value`'s `==` ignores key order) have equal
-    /// digests.
+    /// digests. A body made from bytes digests its bytes (one query always makes its bodies
+    /// the same way).
     pub fn digest(&self) -> BodyDigest {
         let mut h = Sha256::new();
-        digest_value(&mut h, &self.value);
+        if self.from_bytes {
+            h.update(b"b");
+            h.update(self.compact());
+        } else {
+            digest_value(&mut h, self.value());
+        }
         BodyDigest(h.finalize().into())
     }
 }
@@ -189,7 +213,7 @@ fn digest_value(h: &mut Sha256, v: &Value) {
 
 impl PartialEq for Body {
     fn eq(&self, other: &Self) -> bool {
-        self.value == other.value
+        self.value() == other.value()
     }
 }
 
