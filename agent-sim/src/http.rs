@@ -3,7 +3,7 @@
 
 pub mod app;
 pub mod error;
-mod gojson;
+pub(crate) mod gojson;
 pub mod meta;
 pub mod query;
 

@@ -359,3 +359,34 @@ pub fn match_json(entries: &ConfigEntries, by: MatchBy, names: &[String]) -> Val
     }
     Value::Object(out.into_iter().collect())
 }
+
+/// `match_json` as its compact Go serialization, written straight from the intentions (no
+/// `Value` tree: thousands of match watchers woken by one write each render one).
+pub fn match_compact(entries: &ConfigEntries, by: MatchBy, names: &[String]) -> Vec<u8> {
+    let sorted: std::collections::BTreeSet<&String> = names.iter().collect();
+    let mut out = Vec::with_capacity(1024);
+    out.push(b'{');
+    for (n, raw) in sorted.into_iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.extend(crate::http::gojson::compact_of(raw.as_str()));
+        out.push(b':');
+        let service = parse_component(raw, false).map_or_else(|_| raw.clone(), |p| p.name);
+        let found = matching(entries, by, &service);
+        if found.is_empty() {
+            out.extend_from_slice(b"null");
+            continue;
+        }
+        out.push(b'[');
+        for (i, ixn) in found.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend(crate::http::gojson::compact_of(ixn));
+        }
+        out.push(b']');
+    }
+    out.push(b'}');
+    out
+}

@@ -6,6 +6,7 @@
 
 mod catalog;
 mod catalog_tables;
+pub(crate) mod digest_memo;
 mod leaf;
 mod local_check;
 mod reset;
@@ -158,6 +159,8 @@ pub struct Store {
     /// The agent's `default_intention_policy` now (`cfg`'s until a restart changes it).
     intention_default: RwLock<Option<crate::config::IntentionDefault>>,
     rng: Mutex<StdRng>,
+    /// Answer digests blocked queries compare against (`digest_memo`).
+    pub(crate) digests: digest_memo::DigestMemo,
 }
 
 #[derive(Debug, Clone)]
@@ -250,6 +253,7 @@ impl Store {
             cache_seen: Mutex::new(HashSet::new()),
             intention_default,
             rng: Mutex::new(rng),
+            digests: digest_memo::DigestMemo::default(),
         }))
     }
 

@@ -22,10 +22,15 @@ pub(crate) fn pretty(v: &Value) -> Vec<u8> {
     out
 }
 
-fn encode<F: Formatter>(v: &Value, f: F) -> Vec<u8> {
+/// `json.Marshal(v)` of anything serializable (a struct, without building a `Value` first).
+pub(crate) fn compact_of<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
+    encode(v, GoEscape(CompactFormatter))
+}
+
+fn encode<T: Serialize + ?Sized, F: Formatter>(v: &T, f: F) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     let mut ser = Serializer::with_formatter(&mut out, f);
-    // Serializing a `Value` into a Vec cannot fail (keys are strings, no I/O errors).
+    // Serializing into a Vec cannot fail for our types (keys are strings, no I/O errors).
     if v.serialize(&mut ser).is_err() {
         out.clear();
     }

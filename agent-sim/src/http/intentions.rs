@@ -2,6 +2,8 @@
 //! `?cached`), check, the exact GET/PUT/DELETE and the legacy by-ID API (`intentions/legacy.rs`),
 //! with Consul's ACL rules per endpoint.
 
+use std::sync::Arc;
+
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -12,9 +14,9 @@ use serde_json::{Value, json};
 use super::app::{Ctx, methods};
 use super::connect::intention_default;
 use super::error::ApiError;
-use super::meta;
+use super::meta::{self, Body, SharedBody};
 use super::query::QueryOpts;
-use super::serve::{ReadSpec, server_read};
+use super::serve::{ReadSpec, server_read, server_read_memo};
 use crate::acl::{Level, Resource};
 use crate::control::Control;
 use crate::filter::{Filter, INTENTION_FIELDS};
@@ -109,10 +111,14 @@ async fn match_(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError
         // the config entries moved past its index, not on every write of the agent.
         index_of: Some(|st| st.config.max_index()),
     };
-    let a = server_read(&c.store, &opts, spec, |st| {
+    // The answer depends on the config entries (their max index) and the query alone.
+    let memo_key = format!("intention-match:{by_word}:{}", names.join("\n"));
+    let a = server_read_memo(&c.store, &opts, spec, &memo_key, |st| {
         Ok((
             st.config.max_index(),
-            intention::match_json(&st.config, by, &names),
+            SharedBody(Arc::new(Body::from_compact(Bytes::from(
+                intention::match_compact(&st.config, by, &names),
+            )))),
         ))
     })
     .await?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::error::ApiError;
-use super::meta::{Body, CacheMeta, QueryMeta, SharedBody};
+use super::meta::{Body, BodyDigest, CacheMeta, QueryMeta, SharedBody};
 use super::query::QueryOpts;
 use crate::blocking::wait_for;
 use crate::store::{State, Store, View};
@@ -45,6 +45,39 @@ pub(crate) async fn server_read<F, B>(
     store: &Store,
     opts: &QueryOpts,
     spec: ReadSpec,
+    eval: F,
+) -> Result<Answer, ApiError>
+where
+    F: Fn(&State) -> Result<(u64, B), ApiError>,
+    B: Into<SharedBody>,
+{
+    read(store, opts, spec, None, eval).await
+}
+
+/// `server_read` for a `suppress_unchanged` query with an `index_of` whose answer is a function
+/// of `memo_key` and that index alone: the digests of its answers are remembered in the store
+/// (`digest_memo`), so a query blocking on the index of an answer just given does not render it
+/// again to digest it.
+pub(crate) async fn server_read_memo<F, B>(
+    store: &Store,
+    opts: &QueryOpts,
+    spec: ReadSpec,
+    memo_key: &str,
+    eval: F,
+) -> Result<Answer, ApiError>
+where
+    F: Fn(&State) -> Result<(u64, B), ApiError>,
+    B: Into<SharedBody>,
+{
+    let memo = (spec.suppress_unchanged && spec.index_of.is_some()).then_some(memo_key);
+    read(store, opts, spec, memo, eval).await
+}
+
+async fn read<F, B>(
+    store: &Store,
+    opts: &QueryOpts,
+    spec: ReadSpec,
+    memo: Option<&str>,
     eval: F,
 ) -> Result<Answer, ApiError>
 where
@@ -92,7 +125,8 @@ where
     let mut changes = store.subscribe();
     let abandon = store.subscribe_abandon();
     let abandon_at_start = *abandon.borrow();
-    let mut first_body: Option<Arc<Body>> = None;
+    // The first answer's digest, not the answer: thousands of blocked queries each kept theirs.
+    let mut first_body: Option<BodyDigest> = None;
     let result = wait_for(&mut changes, deadline, |force| {
         let abandoned = *abandon.borrow() != abandon_at_start;
         if abandoned && store.servers_down() {
@@ -105,9 +139,18 @@ where
             }
             return Some(store.read(eval));
         }
-        if let (Some(index_of), Some(_), false) = (spec.index_of, &first_body, force || abandoned) {
+        if let (Some(index_of), false) = (spec.index_of, force || abandoned) {
+            let now = store.read(index_of);
+            if first_body.is_none()
+                && now <= opts.min_index
+                && let Some(key) = memo
+            {
+                // Blocking starts at `now`, and the answer at `now` was rendered before: its
+                // digest is all blocking needs.
+                first_body = store.digests.get(key, abandon_at_start, now);
+            }
             // Not newer: the evaluation could only keep blocking.
-            if store.read(index_of) <= opts.min_index {
+            if first_body.is_some() && now <= opts.min_index {
                 return None;
             }
         }
@@ -115,13 +158,17 @@ where
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
+        let digest = spec.suppress_unchanged.then(|| body.digest());
+        if let (Some(key), Some(d), false) = (memo, digest, abandoned) {
+            store.digests.put(key, abandon_at_start, index, d);
+        }
         let newer = index > opts.min_index;
-        let unchanged = spec.suppress_unchanged && first_body.as_ref().is_some_and(|b| *b == body);
+        let unchanged = first_body.is_some() && first_body == digest;
         if force || abandoned || (newer && !unchanged) {
             return Some(Ok((index, body)));
         }
         if first_body.is_none() {
-            first_body = Some(body);
+            first_body = digest;
         }
         None
     })

@@ -98,3 +98,41 @@ fn generator_produces_matches() {
     assert_eq!(matching(&store, MatchBy::Destination, "a").len(), 1);
     assert_eq!(matching(&store, MatchBy::Source, "b").len(), 1);
 }
+
+proptest! {
+    /// The match answer written straight from the intentions is byte for byte the Go
+    /// serialization of the `Value` answer.
+    #[test]
+    fn match_compact_is_match_json_serialized(
+        store in entries(),
+        names in prop::collection::vec(0..NAMES.len(), 0..4),
+        by_source in any::<bool>(),
+    ) {
+        let by = if by_source { MatchBy::Source } else { MatchBy::Destination };
+        let names: Vec<String> = names.into_iter().map(|n| NAMES[n].to_owned()).collect();
+        prop_assert_eq!(
+            String::from_utf8(match_compact(&store, by, &names)).unwrap(),
+            String::from_utf8(crate::http::gojson::compact(&match_json(&store, by, &names))).unwrap()
+        );
+    }
+}
+
+#[test]
+fn match_compact_escapes_and_dedups_names_like_match_json() {
+    let mut store = ConfigEntries::new();
+    let v = json!({"Kind": "service-intentions", "Name": "db", "Sources": [
+        {"Name": "web", "Action": "allow", "Description": "<a & b>\u{2028}"}
+    ]});
+    let entry = decode_entry(v.to_string().as_bytes()).unwrap();
+    store.upsert(entry, None, 5).unwrap();
+    let names: Vec<String> = ["default/db", "db", "x<y>&", "db", "a/b/c/d"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    for by in [MatchBy::Destination, MatchBy::Source] {
+        assert_eq!(
+            match_compact(&store, by, &names),
+            crate::http::gojson::compact(&match_json(&store, by, &names))
+        );
+    }
+}

@@ -263,3 +263,58 @@ async fn intention_match_suppresses_unchanged_wakeups() {
         "woke for the change that matters"
     );
 }
+
+/// A watcher that re-arms on the index of the answer it was just given blocks with that
+/// answer's remembered digest (not a second render): it must still stay blocked through a write
+/// that leaves its answer unchanged, and answer the next one that changes it.
+#[tokio::test]
+async fn intention_match_rearmed_after_an_answer_still_suppresses() {
+    let n = net(builder()).await;
+    let c = n.control();
+    c.put_intention("web", "db", &json!({"Action": "allow"}))
+        .unwrap();
+    let mut idx = n
+        .get("/v1/connect/intentions/match?by=destination&name=db")
+        .await
+        .unwrap()
+        .index();
+    for (round, source) in ["api", "batch", "cron"].into_iter().enumerate() {
+        let blocked = tokio::spawn({
+            let url = n.url(&format!(
+                "/v1/connect/intentions/match?by=destination&name=db&index={idx}&wait=60s"
+            ));
+            let client = n.client.clone();
+            async move { client.get(url).send().await.unwrap() }
+        });
+        c.log()
+            .wait_for(Duration::from_secs(10), |e| {
+                e.blocking && e.path.ends_with("/match") && e.index == Some(idx)
+            })
+            .await
+            .unwrap();
+        c.put_intention(source, "cache", &json!({"Action": "deny"}))
+            .unwrap();
+        // Staying blocked can only be observed over time: give a wrong wakeup the chance.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !blocked.is_finished(),
+            "round {round}: woke although db's intentions did not change"
+        );
+        c.put_intention(source, "db", &json!({"Action": "deny"}))
+            .unwrap();
+        let resp = blocked.await.unwrap();
+        let next: u64 = resp.headers()["x-consul-index"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let body: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(
+            body["db"].as_array().unwrap().len(),
+            round + 2,
+            "round {round}: woke for the change that matters"
+        );
+        assert!(next > idx, "round {round}: a newer index");
+        idx = next;
+    }
+}

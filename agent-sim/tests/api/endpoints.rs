@@ -138,6 +138,17 @@ async fn intention_match_and_check() {
         "no matches is null, not []"
     );
     assert_wire!("intention_match", r.json());
+    // The match answer is written as bytes; `?pretty` parses and indents it like any other.
+    let pretty = a
+        .get("/v1/connect/intentions/match?by=destination&name=db&name=cache&pretty")
+        .await;
+    assert_eq!(pretty.status, 200);
+    assert_eq!(pretty.json(), r.json(), "the same answer, pretty");
+    assert!(
+        pretty.text.ends_with("}\n") && pretty.text.contains("\n    \""),
+        "indented by four spaces, with a trailing newline: {}",
+        pretty.text
+    );
     let r = a
         .get("/v1/connect/intentions/check?source=web&destination=db")
         .await;
