@@ -132,21 +132,10 @@ fn profile(p: scenarios::Profile) -> reports::Profile {
     }
 }
 
-/// The verdict grading will give `s`.
+/// The verdict grading will give `s` (`ScenarioResult::graded_verdict`; kept for callers of
+/// this crate's API).
 pub fn verdict_of(s: &ScenarioResult) -> Verdict {
-    let proxy = ProxyInfo {
-        name: String::new(),
-        version: None,
-        command: String::new(),
-        features: Vec::new(),
-        bounds: Default::default(),
-        xds_tls_mode: None,
-    };
-    let env = artifacts::environment();
-    let mut r = Report::new(Harness::new(""), proxy, env, "", 0);
-    r.scenarios.push(s.clone());
-    r.grade();
-    r.scenarios.first().map_or(Verdict::Error, |s| s.verdict)
+    s.graded_verdict()
 }
 
 /// Runs one scenario in a fresh world. Never fails: harness problems become the result's

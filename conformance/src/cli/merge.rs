@@ -8,23 +8,19 @@ use std::process::ExitCode;
 use reports::{Report, ShardInfo};
 
 use super::run::{exit_code, summarize};
-use super::{DurationsArgs, MergeArgs, RunArgs};
+use super::{DurationsArgs, MergeArgs};
 use crate::error::Error;
 use crate::runner::Planned;
 use crate::shard::{self, Durations, ShardSpec};
 
-/// Shard `spec`'s part of the selected `plan`, balanced by `--durations` or the built-in table.
+/// Shard `spec`'s part of the selected `plan`, balanced by `durations`.
 pub(super) fn shard_plan(
     plan: Vec<Planned>,
     spec: ShardSpec,
-    args: &RunArgs,
+    durations: &Durations,
     claimed: &[reports::Profile],
-) -> Result<(Vec<Planned>, ShardInfo), Error> {
-    let durations = match &args.durations {
-        Some(path) => Durations::read(path)?,
-        None => Durations::recorded()?,
-    };
-    Ok(shard::select(plan, spec, &durations, claimed.to_vec()))
+) -> (Vec<Planned>, ShardInfo) {
+    shard::select(plan, spec, durations, claimed.to_vec())
 }
 
 fn read_report(path: &Path) -> Result<Report, Error> {

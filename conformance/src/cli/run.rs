@@ -171,9 +171,14 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         claimed.sort();
         claimed.dedup();
     }
+    // `--durations` or the built-in table: read once, for the shard split and the start order.
+    let durations = match &args.durations {
+        Some(path) => crate::shard::Durations::read(path)?,
+        None => crate::shard::Durations::recorded()?,
+    };
     let (plan, shard) = match args.shard {
         Some(spec) => {
-            let (mine, info) = super::merge::shard_plan(plan, spec, args, &claimed)?;
+            let (mine, info) = super::merge::shard_plan(plan, spec, &durations, &claimed);
             (mine, Some(info))
         }
         None => (plan, None),
@@ -196,9 +201,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     cfg.shard = shard;
     cfg.repeat = args.repeat.max(1);
     cfg.allow_flaky = args.allow_flaky;
-    if let Some(path) = &args.durations {
-        cfg.durations = crate::shard::Durations::read(path)?.0;
-    }
+    cfg.durations = durations.0;
     let progress: Arc<dyn Progress> = if std::io::stderr().is_terminal() {
         Arc::new(ProgressBar::default())
     } else {
