@@ -243,10 +243,9 @@ async fn play(
         cancel::mark(result, sig, ms(started.elapsed()), &detail);
     };
     let build = World::build(&scenario.setup, &cfg.manifest, &cfg.timeouts, seed, node);
-    let mut world = tokio::select! {
-        biased;
-        w = build => w?,
-        sig = interrupt.cancelled() => {
+    let mut world = match until_cancelled(interrupt, build).await {
+        Ok(w) => w?,
+        Err(sig) => {
             cut(result, sig, "while its world was being built");
             return Ok(());
         }
@@ -270,10 +269,9 @@ async fn play(
     let at = |t: Instant| ms(t.saturating_duration_since(started));
     let image = cfg.manifest.image_ref()?;
     let launch = launch::Launched::start(&command, image.as_ref(), world.dir());
-    let mut proxy = tokio::select! {
-        biased;
-        p = launch => p?,
-        sig = interrupt.cancelled() => {
+    let mut proxy = match until_cancelled(interrupt, launch).await {
+        Ok(p) => p?,
+        Err(sig) => {
             cut(result, sig, "while the proxy was being started");
             return Ok(());
         }
@@ -286,10 +284,9 @@ async fn play(
     result.timeline.push(event);
     let ready_timeout = cfg.timeouts.get("ready").unwrap_or(Duration::from_secs(30));
     let targets = world.ready_addrs();
-    let ready = tokio::select! {
-        biased;
-        r = proxy.wait_ready(&targets, ready_timeout) => Some(r),
-        sig = interrupt.cancelled() => {
+    let ready = match until_cancelled(interrupt, proxy.wait_ready(&targets, ready_timeout)).await {
+        Ok(r) => Some(r),
+        Err(sig) => {
             cut(result, sig, "while it waited for the proxy to be ready");
             None
         }
@@ -321,17 +318,16 @@ async fn play(
             if world.xds.is_some() {
                 // Envoy opens listeners from LDS; let it answer every push before step one.
                 let settle = xds::settle(world.control().xds_log(), ready_timeout);
-                if let Some((settled, _)) = until_cancelled(interrupt, settle).await {
+                if let Ok((settled, _)) = until_cancelled(interrupt, settle).await {
                     result
                         .timeline
                         .push(xds::answered_event(at(Instant::now()), settled));
                 }
             }
             let mut exec = Exec::new(&mut world, &cfg.timeouts, cfg.manifest.bounds, started);
-            let r = tokio::select! {
-                biased;
-                r = exec.run(&scenario.steps) => r,
-                sig = interrupt.cancelled() => {
+            let r = match until_cancelled(interrupt, exec.run(&scenario.steps)).await {
+                Ok(r) => r,
+                Err(sig) => {
                     // Dropping the steps' future drops their clients, probes and fault guards.
                     cut(result, sig, "while its steps ran");
                     Ok(())
@@ -392,12 +388,15 @@ async fn play(
     }
 }
 
-/// `fut`'s output, or `None` once the run is cancelled.
-async fn until_cancelled<T>(interrupt: &Interrupt, fut: impl Future<Output = T>) -> Option<T> {
+/// `fut`'s output, or the signal that cancelled the run first (`fut` is then dropped).
+async fn until_cancelled<T>(
+    interrupt: &Interrupt,
+    fut: impl Future<Output = T>,
+) -> Result<T, Signal> {
     tokio::select! {
         biased;
-        t = fut => Some(t),
-        _ = interrupt.cancelled() => None,
+        t = fut => Ok(t),
+        sig = interrupt.cancelled() => Err(sig),
     }
 }
 
