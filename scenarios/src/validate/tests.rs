@@ -4,7 +4,7 @@
 mod h2;
 
 use super::*;
-use crate::model::{Generator, Profile};
+use crate::model::{Generator, Profile, Setup};
 use crate::parse;
 
 const HEAD: &str = "id = \"x\"\ndescription = \"d\"\nprofile = \"core\"\n";
