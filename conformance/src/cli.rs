@@ -21,7 +21,7 @@ pub use self::merge::{durations, merge};
 pub use self::reference::{redirect_traffic, reference_proxy};
 pub use self::run::{list, run};
 use crate::error::Error;
-use crate::shard::ShardSpec;
+use crate::plan::ShardSpec;
 
 /// Exit code: a claimed profile is not a success.
 pub const EXIT_FAILED: u8 = 1;

@@ -5,7 +5,6 @@
 mod artifacts;
 mod cancel;
 mod launch;
-pub mod order;
 mod progress;
 mod repeat;
 mod transparent;
@@ -26,8 +25,7 @@ use tokio::time::Instant;
 pub use self::cancel::{Interrupt, Signal};
 pub use self::progress::{Lines, Progress, ProgressBar, Silent};
 pub use self::repeat::fold;
-pub use self::transparent::Tamper;
-use crate::catalogue;
+use crate::plan::{Planned, Tamper, catalogue, order};
 use crate::error::Error;
 use crate::exec::Exec;
 use crate::manifest::Manifest;
@@ -62,24 +60,6 @@ pub struct RunConfig {
     /// Cancels the run (the CLI triggers it on SIGINT/SIGTERM): running scenarios tear their
     /// worlds down and are recorded `interrupted`, the ones not started too.
     pub interrupt: Interrupt,
-}
-
-/// One entry of a run's plan.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Planned {
-    /// Run it.
-    Run(Scenario),
-    /// Report it as skipped (the user asked).
-    Skip(Scenario),
-}
-
-impl Planned {
-    /// The scenario.
-    pub fn scenario(&self) -> &Scenario {
-        match self {
-            Self::Run(s) | Self::Skip(s) => s,
-        }
-    }
 }
 
 // === impl RunConfig ===

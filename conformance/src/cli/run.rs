@@ -14,11 +14,12 @@ use reports::{Outcome, Report};
 use scenarios::{Profile, Scenario, Timeouts};
 
 use super::{EXIT_FAILED, ListArgs, RunArgs, parse_profile};
-use crate::catalogue::{self, Selection};
+use crate::plan::catalogue::{self, Selection};
+use crate::plan::{Durations, Planned};
 use crate::error::Error;
 use crate::manifest::Manifest;
 use crate::runner::{
-    Lines, Planned, Progress, ProgressBar, RunConfig, Signal, default_jobs, run_all,
+    Lines, Progress, ProgressBar, RunConfig, Signal, default_jobs, run_all,
 };
 use crate::{container, exec, proxy};
 
@@ -173,8 +174,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     }
     // `--durations` or the built-in table: read once, for the shard split and the start order.
     let durations = match &args.durations {
-        Some(path) => crate::shard::Durations::read(path)?,
-        None => crate::shard::Durations::recorded()?,
+        Some(path) => Durations::read(path)?,
+        None => Durations::recorded()?,
     };
     let (plan, shard) = match args.shard {
         Some(spec) => {

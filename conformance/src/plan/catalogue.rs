@@ -2,14 +2,14 @@
 //! (`--scenario-dir`), generator expansion, and selection by glob, skip glob and profile.
 //!
 //! The catalogue, its loader and the generator live in the `scenarios` crate; this module is
-//! the runner's single door to them.
+//! the harness's single door to them.
 
 use std::path::Path;
 
 use scenarios::{Profile, Scenario};
 
+use super::Planned;
 use crate::error::Error;
-use crate::runner::Planned;
 
 /// The built-in catalogue (every scenario of `scenarios::catalogue()`).
 pub fn builtin() -> Vec<Scenario> {

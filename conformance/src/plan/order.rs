@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 /// table `--shard` balances by; empty if the embedded file does not parse, which a unit test
 /// rules out).
 pub fn recorded() -> BTreeMap<String, u64> {
-    crate::shard::Durations::recorded()
+    super::Durations::recorded()
         .map(|d| d.0)
         .unwrap_or_default()
 }

@@ -1,6 +1,8 @@
-//! `--shard K/N` parsing, the durations table, and the partition: every scenario in exactly one
-//! shard for any N, the same partition whatever the input order, and a makespan within the
-//! bounds of longest-processing-time scheduling.
+//! `--shard K/N` parsing and the partition: every scenario in exactly one shard for any N, the
+//! same partition whatever the input order, and a makespan within the bounds of
+//! longest-processing-time scheduling.
+
+use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
@@ -23,44 +25,6 @@ fn shard_specs_parse_and_bad_ones_name_the_fix() {
         assert!(err.contains(why), "{bad}: {err}");
         assert!(err.contains("e.g. --shard 1/3"), "{bad}: {err}");
     }
-}
-
-#[test]
-fn the_recorded_table_parses_and_covers_the_catalogue() {
-    let table = Durations::recorded().unwrap();
-    let ids: Vec<String> = crate::catalogue::builtin()
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
-    let missing: Vec<&String> = ids.iter().filter(|id| !table.0.contains_key(*id)).collect();
-    let stale: Vec<&String> = table.0.keys().filter(|id| !ids.contains(id)).collect();
-    assert!(
-        missing.is_empty() && stale.is_empty(),
-        "scenarios/catalogue/durations.toml is out of date (regenerate it, see its header): \
-         missing {missing:?}, no such scenario {stale:?}"
-    );
-}
-
-#[test]
-fn durations_round_trip_and_come_from_reports() {
-    let mut d = Durations::default();
-    d.0.insert("l4-allow-deny".into(), 1200);
-    d.0.insert("odd id".into(), 7);
-    assert_eq!(Durations::parse("t", &d.to_toml()).unwrap(), d);
-    assert_eq!(d.median(), 603);
-    assert_eq!(Durations::default().median(), FALLBACK_MS);
-    assert!(Durations::parse("t", "x = \"slow\"").is_err());
-
-    let report = reports::fixture::sample_report();
-    let from = Durations::from_report(&report);
-    for s in &report.scenarios {
-        let kept =
-            !matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported) && s.duration_ms > 0;
-        assert_eq!(from.0.contains_key(&s.id), kept, "{}", s.id);
-    }
-    let mut both = from.clone();
-    both.extend(Durations([("ca-rotation".to_owned(), u64::MAX)].into()));
-    assert_eq!(both.0.get("ca-rotation"), Some(&u64::MAX), "the longer one");
 }
 
 #[test]
@@ -158,11 +122,11 @@ proptest! {
 
 #[test]
 fn the_shards_of_the_catalogue_hold_every_planned_scenario_once_in_plan_order() {
-    let sel = crate::catalogue::Selection {
+    let sel = crate::plan::catalogue::Selection {
         skip: vec!["ca-*".into()],
         ..Default::default()
     };
-    let plan = crate::catalogue::select(crate::catalogue::builtin(), &sel);
+    let plan = crate::plan::catalogue::select(crate::plan::catalogue::builtin(), &sel);
     let ids: Vec<String> = plan.iter().map(|p| p.scenario().id.clone()).collect();
     let table = Durations::recorded().unwrap();
     for count in 1..=12 {
