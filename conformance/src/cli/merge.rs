@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use reports::{Report, ShardInfo};
 
-use super::run::{exit_code, summarize};
+use super::summary::{exit_code, summarize};
 use super::{DurationsArgs, MergeArgs};
 use crate::error::Error;
 use crate::plan::shard::{self, ShardSpec};
