@@ -3,9 +3,9 @@
 //! and harness-run apps and upstream instances, and grades what it saw into a
 //! `reports::Report`.
 //!
-//! Modules, top to bottom (a module uses only those below it; `tests/layers.rs` holds the
-//! rule that nothing but `runner`, `cli` and this file refers to `runner`, and that `plan`
-//! refers to none of the execution):
+//! Modules, from the command line down. `tests/layers.rs` holds two rules: nothing but
+//! `runner`, `cli` and this file refers to `runner`, and `plan` refers to no part of the
+//! execution (`runner`, `world`, `exec`, `proxy`, `probe`, `netns`, `container`) nor to `cli`.
 //!
 //! - `cli`: the command line (`run`, `list`, `gate`, `merge`, `durations`, the bundled
 //!   reference proxy); builds the plan from flags, hands it to the runner, writes the reports.

@@ -2,8 +2,8 @@
 //! `jobs` at a time (started in [`order::longest_first`] order, repeated with `--repeat`), and
 //! turns what happened into a graded `reports::Report` (proxy info, environment, seeds,
 //! durations, checks, timelines and artifacts). This file owns the run's configuration and the
-//! report around the scenarios; one scenario is [`scenario`] (checks before it starts) and
-//! [`play`] (world, proxy, steps, teardown).
+//! report around the scenarios; one scenario is `runner/scenario.rs` (checks before it starts)
+//! and `runner/play.rs` (world, proxy, steps, teardown).
 
 mod artifacts;
 mod cancel;

@@ -2,7 +2,7 @@
 //! scenario's seed, the cases that are not supported here (xDS-only request-log checks, a
 //! transparent scenario in an image or on a machine without namespaces), the pod of a
 //! transparent scenario, and the result's harness error and duration. What happens in between
-//! is [`play`](super::play).
+//! is `runner/play.rs`.
 
 use std::time::Duration;
 
