@@ -3,12 +3,12 @@
 //! an endpoint renders (selectors are Go field names, which are the JSON keys).
 //!
 //! ```
-//! use agent_sim::filter::{Filter, AGENT_SERVICE_FIELDS};
+//! use go_compat::filter::{Filter, AGENT_SERVICE_FIELDS};
 //! let expr = r#"Kind == "connect-proxy" and Tags contains v2"#;
 //! let f = Filter::parse_for(expr, AGENT_SERVICE_FIELDS)?;
 //! let svc = serde_json::json!({"Kind": "connect-proxy", "ID": "db-proxy", "Tags": ["v2"]});
 //! assert!(f.matches(&svc)?);
-//! # Ok::<(), agent_sim::filter::FilterError>(())
+//! # Ok::<(), go_compat::filter::FilterError>(())
 //! ```
 //!
 //! Matching follows go-bexpr: a list met before the selector ends is an implicit *any*, for

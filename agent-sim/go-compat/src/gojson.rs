@@ -11,19 +11,19 @@ use serde_json::Value;
 use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter, Serializer};
 
 /// `json.Marshal(v)`.
-pub(crate) fn compact(v: &Value) -> Vec<u8> {
+pub fn compact(v: &Value) -> Vec<u8> {
     encode(v, GoEscape(CompactFormatter))
 }
 
 /// `json.MarshalIndent(v, "", "    ")` followed by `"\n"`, as Consul's `marshalJSON` does.
-pub(crate) fn pretty(v: &Value) -> Vec<u8> {
+pub fn pretty(v: &Value) -> Vec<u8> {
     let mut out = encode(v, GoEscape(PrettyFormatter::with_indent(b"    ")));
     out.push(b'\n');
     out
 }
 
 /// `json.Marshal(v)` of anything serializable (a struct, without building a `Value` first).
-pub(crate) fn compact_of<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
+pub fn compact_of<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
     encode(v, GoEscape(CompactFormatter))
 }
 

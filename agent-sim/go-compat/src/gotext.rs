@@ -3,7 +3,7 @@
 
 /// Go's `%q` / `strconv.Quote`: quotes, backslash escapes for `"`, `\` and control characters,
 /// `\u`/`\U` for other non-printable runes; printable Unicode is kept as is.
-pub(crate) fn go_quote(s: &str) -> String {
+pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -28,7 +28,7 @@ pub(crate) fn go_quote(s: &str) -> String {
 }
 
 /// hashicorp/go-multierror's default `ListFormatFunc`.
-pub(crate) fn multierror(errors: &[String]) -> String {
+pub fn multierror(errors: &[String]) -> String {
     if let [only] = errors {
         return format!("1 error occurred:\n\t* {only}\n\n");
     }

@@ -16,8 +16,10 @@ use std::time::Duration;
 use scenarios::{FaultSpec, InstanceSpec, IntentionSpec, Policy, Setup, Step, Timeouts};
 use serde_json::{Map, Value, json};
 
-use crate::faults::{Fault, FaultGuard};
-use crate::{CheckUpdate, Control, SimError};
+use crate::state::control::Control;
+use crate::state::error::SimError;
+use crate::state::faults::{Fault, FaultGuard};
+use crate::state::store::CheckUpdate;
 
 /// The service the proxy under test fronts.
 pub const SERVICE: &str = "db";
@@ -269,8 +271,8 @@ impl Play {
                     }
                     Some(p) => {
                         let policy = match p {
-                            Policy::Allow => crate::config::IntentionDefault::Allow,
-                            Policy::Deny => crate::config::IntentionDefault::Deny,
+                            Policy::Allow => crate::state::config::IntentionDefault::Allow,
+                            Policy::Deny => crate::state::config::IntentionDefault::Deny,
                         };
                         control.restart_with(d, Some(policy)).await;
                         format!(
@@ -396,7 +398,7 @@ impl Play {
         self.timeouts
             .get(text)
             .or_else(|| {
-                crate::duration::GoDuration::parse(text)
+                crate::go::duration::GoDuration::parse(text)
                     .ok()
                     .map(|d| d.to_std())
             })
@@ -459,10 +461,13 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
 
 /// The CA key kind for a scenario's `key_type`/`key_bits` (type default `ec`; bits default 256
 /// for `ec`, 2048 for `rsa`).
-pub fn key_kind(key_type: Option<&str>, key_bits: Option<u32>) -> Option<crate::ca::KeyKind> {
+pub fn key_kind(
+    key_type: Option<&str>,
+    key_bits: Option<u32>,
+) -> Option<crate::model::ca::KeyKind> {
     let key_type = key_type.unwrap_or("ec");
     let bits = key_bits.unwrap_or(if key_type == "rsa" { 2048 } else { 256 });
-    crate::ca::KeyKind::from_config(key_type, i64::from(bits))
+    crate::model::ca::KeyKind::from_config(key_type, i64::from(bits))
 }
 
 fn sim<T>(what: &str, r: Result<T, SimError>) -> Result<T, PlayError> {

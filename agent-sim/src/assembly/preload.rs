@@ -11,9 +11,9 @@
 
 use serde_json::Value;
 
-use crate::SimError;
-use crate::control::Control;
-use crate::decode::canonical_name;
+use crate::go::decode::canonical_name;
+use crate::state::control::Control;
+use crate::state::error::SimError;
 
 const SECTIONS: &[&str] = &["Services", "Catalog", "ConfigEntries", "Tokens"];
 
@@ -91,7 +91,7 @@ fn token(control: &Control, item: &Value) -> Result<(), SimError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::AgentSim;
+    use crate::assembly::sim::AgentSim;
 
     #[tokio::test]
     async fn loads_hcl_and_names_bad_entries() {
@@ -128,13 +128,13 @@ mod tests {
     #[tokio::test]
     async fn the_readme_example_loads() {
         let (_, c) = AgentSim::builder()
-            .acls("root", crate::acl::DefaultPolicy::Deny)
+            .acls("root", crate::model::acl::DefaultPolicy::Deny)
             .build()
             .unwrap();
         apply(
             &c,
             "examples/preload.hcl",
-            include_str!("../../examples/preload.hcl"),
+            include_str!("../../../examples/preload.hcl"),
         )
         .unwrap();
         let n = c.store.read(|st| {

@@ -10,14 +10,16 @@ use axum::Router;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::acl::{AclConfig, DefaultPolicy};
-use crate::blocking::BlockingConfig;
-use crate::config::{IntentionDefault, SimConfig};
-use crate::control::Control;
-use crate::faults::Faults;
-use crate::request_log::RequestLog;
-use crate::store::Store;
-use crate::{SimError, http, server};
+use crate::http;
+use crate::model::acl::{AclConfig, DefaultPolicy};
+use crate::state::blocking::BlockingConfig;
+use crate::state::config::{IntentionDefault, SimConfig};
+use crate::state::control::Control;
+use crate::state::error::SimError;
+use crate::state::faults::Faults;
+use crate::state::listener as server;
+use crate::state::request_log::RequestLog;
+use crate::state::store::Store;
 
 /// Entry point of the library.
 #[derive(Debug)]
@@ -114,7 +116,7 @@ impl Builder {
     }
 
     /// The CA's key kind at bootstrap (roots and leaves).
-    pub fn ca_key_kind(mut self, kind: crate::ca::KeyKind) -> Self {
+    pub fn ca_key_kind(mut self, kind: crate::model::ca::KeyKind) -> Self {
         self.cfg.ca_key_kind = kind;
         self
     }
@@ -214,11 +216,11 @@ impl Builder {
                 shutdown_rx.clone(),
             )));
         }
-        tasks.push(tokio::spawn(crate::background::fault_transitions(
+        tasks.push(tokio::spawn(crate::state::background::fault_transitions(
             control.clone(),
             shutdown_rx.clone(),
         )));
-        tasks.push(tokio::spawn(crate::background::maintenance(
+        tasks.push(tokio::spawn(crate::state::background::maintenance(
             control.clone(),
             shutdown_rx,
         )));

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::duration::GoDuration;
+use crate::go::duration::GoDuration;
 
 pub use definition::{
     CookieConfig, EnvoyExtension, FailoverPolicy, HashPolicy, HeaderMatch, HeaderModifiers,

@@ -8,7 +8,6 @@ mod common;
 mod graph;
 mod intentions;
 mod load_balancer;
-mod mapstructure;
 mod permissions;
 mod proxy_defaults;
 mod resolver;
@@ -202,7 +201,7 @@ impl ConfigEntry {
 /// Decodes a `PUT /v1/config` body (mapstructure semantics: either key case, snake or Pascal,
 /// weak typing, durations as `"15s"`, unknown keys rejected). The entry is not yet normalized.
 pub fn decode_entry(body: &[u8]) -> Result<ConfigEntry, ConfigError> {
-    let raw = crate::decode::parse_json(body).map_err(|e| ConfigError::Decode(e.0))?;
+    let raw = crate::go::decode::parse_json(body).map_err(|e| ConfigError::Decode(e.0))?;
     let Value::Object(raw) = raw else {
         let got = match raw {
             Value::Array(_) => "array",
@@ -237,7 +236,7 @@ pub fn decode_entry(body: &[u8]) -> Result<ConfigEntry, ConfigError> {
         Kind::ServiceRouter => &router::ROUTER_SCHEMA,
     };
     let (canonical, unused) =
-        mapstructure::decode_top(&raw, schema).map_err(ConfigError::Decode)?;
+        crate::go::mapstructure::decode_top(&raw, schema).map_err(ConfigError::Decode)?;
     validate_unused_keys(&unused).map_err(ConfigError::Decode)?;
     fn typed<T: DeserializeOwned>(v: Value) -> Result<T, ConfigError> {
         serde_json::from_value(v).map_err(|e| ConfigError::Decode(e.to_string()))
@@ -275,6 +274,6 @@ fn validate_unused_keys(unused: &[String]) -> Result<(), String> {
     }
 }
 
-pub(crate) use crate::gotext::multierror;
+pub(crate) use crate::go::gotext::multierror;
 
-pub(crate) use crate::gotext::go_quote;
+pub(crate) use crate::go::gotext::go_quote;

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config_entry::{
+use crate::model::config_entry::{
     ConfigEntries, IntentionJwtRequirement, IntentionPermission, ServiceIntentions,
     SourceIntention, go_quote,
 };
@@ -370,7 +370,7 @@ pub fn match_compact(entries: &ConfigEntries, by: MatchBy, names: &[String]) -> 
         if n > 0 {
             out.push(b',');
         }
-        out.extend(crate::http::gojson::compact_of(raw.as_str()));
+        out.extend(crate::go::gojson::compact_of(raw.as_str()));
         out.push(b':');
         let service = parse_component(raw, false).map_or_else(|_| raw.clone(), |p| p.name);
         let found = matching(entries, by, &service);
@@ -383,7 +383,7 @@ pub fn match_compact(entries: &ConfigEntries, by: MatchBy, names: &[String]) -> 
             if i > 0 {
                 out.push(b',');
             }
-            out.extend(crate::http::gojson::compact_of(ixn));
+            out.extend(crate::go::gojson::compact_of(ixn));
         }
         out.push(b']');
     }

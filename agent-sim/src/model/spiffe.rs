@@ -86,7 +86,7 @@ struct Url {
 fn url_error(input: &str, msg: &str) -> SpiffeError {
     SpiffeError::Url(format!(
         "parse {}: {msg}",
-        crate::config_entry::go_quote(input)
+        crate::go::gotext::go_quote(input)
     ))
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::sync::watch;
 
-use crate::control::Control;
+use crate::state::control::Control;
 
 /// How often maintenance runs. Root pruning and TTL expiry are seconds-granular anyway.
 const TICK: Duration = Duration::from_millis(250);
@@ -39,7 +39,7 @@ pub(crate) async fn maintenance(c: Control, mut shutdown: watch::Receiver<bool>)
         let now = OffsetDateTime::now_utc();
         prune_roots(&c, now);
         if c.store.cfg.run_checks {
-            crate::checks::run_due(&c, now).await;
+            crate::state::checks::run_due(&c, now).await;
         }
     }
 }

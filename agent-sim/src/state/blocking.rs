@@ -7,7 +7,7 @@ use rand::Rng;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::duration::GoDuration;
+use crate::go::duration::GoDuration;
 
 /// Blocking-query timing, as agent configuration sets it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

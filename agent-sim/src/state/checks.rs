@@ -8,9 +8,9 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
-use crate::control::Control;
-use crate::service::{self, HealthCheck};
-use crate::store::{CheckUpdate, NodeKey};
+use crate::model::service::{self, HealthCheck};
+use crate::state::control::Control;
+use crate::state::store::{CheckUpdate, NodeKey};
 
 const DEFAULT_TCP_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);

@@ -8,13 +8,14 @@ use std::time::Duration;
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use crate::acl::{Rules, Token};
-use crate::ca::{ClientIdentity, Forgery};
-use crate::faults::{ActiveFault, Fault, FaultGuard, Faults};
-use crate::http::error::ApiError;
-use crate::request_log::{LogEntry, RequestLog};
-use crate::store::{CheckUpdate, Store};
-use crate::{SimError, config_entry, intention, service};
+use crate::model::acl::{Rules, Token};
+use crate::model::ca::{ClientIdentity, Forgery};
+use crate::model::{config_entry, intention, service};
+use crate::state::error::SimError;
+use crate::state::error::StateError;
+use crate::state::faults::{ActiveFault, Fault, FaultGuard, Faults};
+use crate::state::request_log::{LogEntry, RequestLog};
+use crate::state::store::{CheckUpdate, Store};
 
 /// Drives a simulated agent. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -22,7 +23,7 @@ pub struct Control {
     pub(crate) store: Arc<Store>,
     pub(crate) faults: Arc<Faults>,
     pub(crate) log: Arc<RequestLog>,
-    pub(crate) checks: Arc<crate::checks::Schedule>,
+    pub(crate) checks: Arc<crate::state::checks::Schedule>,
     pub(crate) xds_log: Arc<crate::xds::XdsLog>,
     /// The bound gRPC (xDS) port, once it is served (what `/v1/agent/self` reports).
     pub(crate) grpc_port: Arc<std::sync::OnceLock<u16>>,
@@ -129,7 +130,7 @@ impl Control {
     pub async fn restart_with(
         &self,
         down_for: Duration,
-        intention_default: Option<crate::config::IntentionDefault>,
+        intention_default: Option<crate::state::config::IntentionDefault>,
     ) {
         let _one_at_a_time = self.restart.lock().await;
         let guard = self.agent_down();
@@ -156,7 +157,11 @@ impl Control {
     /// Rotates the CA onto a fresh root key of `kind` (cross-signed by the old root when
     /// `cross_sign`); the CA configuration's `PrivateKeyType`/`PrivateKeyBits` follow, so leaves
     /// issued from now on have that kind too.
-    pub fn rotate_ca_to(&self, kind: crate::ca::KeyKind, cross_sign: bool) -> Result<(), SimError> {
+    pub fn rotate_ca_to(
+        &self,
+        kind: crate::model::ca::KeyKind,
+        cross_sign: bool,
+    ) -> Result<(), SimError> {
         let now = OffsetDateTime::now_utc();
         self.store.write(|st| {
             let index = st.next_index();
@@ -215,13 +220,13 @@ impl Control {
     /// Writes a config entry given in Consul's JSON shape (as `PUT /v1/config`).
     pub fn upsert_config_entry(&self, entry: &Value) -> Result<(), SimError> {
         let body = serde_json::to_vec(entry).unwrap_or_default();
-        let decoded = config_entry::decode_entry(&body).map_err(ApiError::from)?;
+        let decoded = config_entry::decode_entry(&body).map_err(StateError::from)?;
         self.store
             .write(|st| {
                 let index = st.next_index();
                 st.upsert_config(decoded, None, index)
             })
-            .map_err(ApiError::from)?;
+            .map_err(StateError::from)?;
         Ok(())
     }
 
@@ -236,7 +241,7 @@ impl Control {
                 let index = st.next_index();
                 st.config.delete(kind, name, None, index)
             })
-            .map_err(ApiError::from)?;
+            .map_err(StateError::from)?;
         Ok(())
     }
 
@@ -254,7 +259,7 @@ impl Control {
                 let index = st.next_index();
                 intention::exact_put(&mut st.config, source, destination, &bytes, index)
             })
-            .map_err(ApiError::from)?;
+            .map_err(StateError::from)?;
         Ok(())
     }
 
@@ -265,7 +270,7 @@ impl Control {
                 let index = st.next_index();
                 intention::exact_delete(&mut st.config, source, destination, index)
             })
-            .map_err(ApiError::from)?;
+            .map_err(StateError::from)?;
         Ok(())
     }
 
@@ -274,7 +279,7 @@ impl Control {
     /// Registers a service with the local agent (as `PUT /v1/agent/service/register`).
     pub fn register(&self, definition: &Value) -> Result<(), SimError> {
         let body = serde_json::to_vec(definition).unwrap_or_default();
-        let def = service::decode_register(&body).map_err(ApiError::from)?;
+        let def = service::decode_register(&body).map_err(StateError::from)?;
         self.store.register_local(def)?;
         Ok(())
     }
@@ -289,7 +294,7 @@ impl Control {
     pub fn catalog_register(&self, body: &Value) -> Result<(), SimError> {
         let bytes = serde_json::to_vec(body).unwrap_or_default();
         let reg = service::decode_catalog_register(&bytes, &self.store.cfg.datacenter)
-            .map_err(ApiError::from)?;
+            .map_err(StateError::from)?;
         self.store.catalog_register(reg);
         Ok(())
     }

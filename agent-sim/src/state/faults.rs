@@ -52,7 +52,7 @@ fn default_body() -> String {
 }
 
 mod go_duration_serde {
-    use crate::duration::GoDuration;
+    use crate::go::duration::GoDuration;
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 

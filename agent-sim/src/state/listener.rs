@@ -14,7 +14,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::faults::FaultSet;
+use crate::state::faults::FaultSet;
 
 const BACKLOG: u32 = 4096;
 

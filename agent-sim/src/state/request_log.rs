@@ -5,8 +5,21 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::http::query::TokenSource;
-use crate::seq_log::{SeqLog, Sequenced};
+use crate::state::seq_log::{SeqLog, Sequenced};
+
+/// Where the request's token came from (reference §11: first found wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenSource {
+    /// `?token=` (deprecated).
+    Query,
+    /// `X-Consul-Token`.
+    Header,
+    /// `Authorization: Bearer`.
+    Bearer,
+    /// None given: the agent's default token or anonymous.
+    None,
+}
 
 /// How many entries are kept; older ones are dropped (and counted).
 pub const DEFAULT_CAPACITY: usize = 200_000;

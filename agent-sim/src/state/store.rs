@@ -26,14 +26,14 @@ use time::OffsetDateTime;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::SimError;
-use crate::acl::Tokens;
-use crate::ca::{Ca, CaConfig, Leaf};
-use crate::config::SimConfig;
-use crate::config_entry::ConfigEntries;
 use crate::http::meta::Body;
-use crate::intention::{self, Intention, MatchBy};
-use crate::service::{HealthCheck, Node, NodeService};
+use crate::model::acl::Tokens;
+use crate::model::ca::{Ca, CaConfig, Leaf};
+use crate::model::config_entry::ConfigEntries;
+use crate::model::intention::{self, Intention, MatchBy};
+use crate::model::service::{HealthCheck, Node, NodeService};
+use crate::state::config::SimConfig;
+use crate::state::error::SimError;
 use catalog_tables::CatalogTables;
 
 /// Key of a service instance or check: (node name, ID).
@@ -157,7 +157,7 @@ pub struct Store {
     frozen: RwLock<Option<Frozen>>,
     cache_seen: Mutex<HashSet<String>>,
     /// The agent's `default_intention_policy` now (`cfg`'s until a restart changes it).
-    intention_default: RwLock<Option<crate::config::IntentionDefault>>,
+    intention_default: RwLock<Option<crate::state::config::IntentionDefault>>,
     rng: Mutex<StdRng>,
     /// Answer digests blocked queries compare against (`digest_memo`).
     pub(crate) digests: digest_memo::DigestMemo,
@@ -180,12 +180,12 @@ pub(crate) enum View {
 
 impl Store {
     /// The agent's `default_intention_policy` now.
-    pub(crate) fn intention_default(&self) -> Option<crate::config::IntentionDefault> {
+    pub(crate) fn intention_default(&self) -> Option<crate::state::config::IntentionDefault> {
         *self.intention_default.read()
     }
 
     /// Changes the agent's `default_intention_policy` (an agent restarted with other config).
-    pub(crate) fn set_intention_default(&self, p: Option<crate::config::IntentionDefault>) {
+    pub(crate) fn set_intention_default(&self, p: Option<crate::state::config::IntentionDefault>) {
         *self.intention_default.write() = p;
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::seq_log::{SeqLog, Sequenced};
+use crate::state::seq_log::{SeqLog, Sequenced};
 
 /// How many entries are kept by default; older ones are dropped (and counted).
 pub const DEFAULT_CAPACITY: usize = 100_000;

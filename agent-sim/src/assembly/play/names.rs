@@ -4,7 +4,7 @@
 use scenarios::InstanceSpec;
 use serde_json::{Value, json};
 
-use crate::Control;
+use crate::state::control::Control;
 
 /// The catalog registration of a harness-run instance (`PUT /v1/catalog/register` body).
 pub fn instance_registration(spec: &InstanceSpec, address: &str, port: u16) -> Value {

@@ -9,8 +9,8 @@ use scenarios::{InstanceSpec, IntentionSpec, UpstreamSpec};
 use tower::ServiceExt;
 
 use super::*;
-use crate::AgentSim;
-use crate::acl::DefaultPolicy;
+use crate::assembly::sim::AgentSim;
+use crate::model::acl::DefaultPolicy;
 
 const ROOT: &str = "root-token";
 

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::config_entry::go_quote;
-use crate::duration::GoDuration;
+use crate::go::duration::GoDuration;
+use crate::go::gotext::go_quote;
 
 fn unconvertible(name: &str, go_type: &str, data: &Value) -> String {
     format!(

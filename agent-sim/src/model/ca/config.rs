@@ -31,7 +31,7 @@ use super::config_decode::{ProviderConfig, decode_request};
 use super::keys::KeyKind;
 use super::rotation::NewRoot;
 use super::{Ca, CaConfig, CaError};
-use crate::duration::GoDuration;
+use crate::go::duration::GoDuration;
 
 /// The shortest leaf TTL the simulator accepts (Consul: 1h).
 pub(crate) const MIN_LEAF_TTL: Duration = Duration::from_secs(1);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::CaError;
-use crate::duration::GoDuration;
+use crate::go::duration::GoDuration;
 
 /// The top level of a PUT body.
 pub(crate) struct ConfigRequest {

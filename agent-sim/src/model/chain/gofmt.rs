@@ -5,9 +5,9 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::duration::GoDuration;
+use crate::go::duration::GoDuration;
 
-pub(crate) use crate::gotext::go_quote;
+pub(crate) use crate::go::gotext::go_quote;
 
 /// The error Go's `time.ParseDuration` returns for `input` (call only when parsing failed).
 pub(crate) fn go_duration_error(input: &str) -> String {

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::ChainError;
 use super::gofmt::{go_duration_error, go_fmt_v, go_kind_name, go_type_name};
-use crate::decode::parse_json;
-use crate::duration::GoDuration;
+use crate::go::decode::parse_json;
+use crate::go::duration::GoDuration;
 
 /// The overrides a POST asks for; `None` means "not overridden".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

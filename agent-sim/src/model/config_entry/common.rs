@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::mapstructure::{Field, Schema, Ty};
-use crate::duration::GoDuration;
+use crate::go::duration::GoDuration;
+use crate::go::mapstructure::{Field, Schema, Ty};
 
 pub(crate) fn is_false(b: &bool) -> bool {
     !*b
@@ -151,7 +151,7 @@ impl AccessLogsConfig {
             return Err("path is only valid for file type access logs".into());
         }
         if !self.json_format.is_empty()
-            && let Err(e) = crate::decode::parse_json(self.json_format.as_bytes())
+            && let Err(e) = crate::go::decode::parse_json(self.json_format.as_bytes())
         {
             // json.Unmarshal words a truncated document differently from a json.Decoder.
             let text = match e.0.as_str() {

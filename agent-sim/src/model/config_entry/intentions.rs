@@ -10,12 +10,12 @@ use serde_json::Value;
 use super::common::{
     META_KEY_MAX_LENGTH, META_MAX_KEY_PAIRS, META_VALUE_MAX_LENGTH, validate_meta,
 };
-use super::mapstructure::{Field, Schema, Ty};
 use super::permissions::{
     IntentionJwtRequirement, IntentionPermission, JWT, PERMISSION_TY, validate_jwt,
     validate_permission,
 };
 use super::{go_quote, multierror};
+use crate::go::mapstructure::{Field, Schema, Ty};
 
 /// A `service-intentions` entry: who may talk to `name`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{is_false, is_zero_i64, is_zero_u32, is_zero_u64};
 use super::go_quote;
-use super::mapstructure::{Field, Schema, Ty};
+use crate::go::mapstructure::{Field, Schema, Ty};
 
 /// `LoadBalancer`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::common::is_false;
-use super::mapstructure::{Field, Schema, Ty};
 use super::{go_quote, multierror};
+use crate::go::mapstructure::{Field, Schema, Ty};
 
 /// An L7 permission (`Sources[].Permissions[]`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -13,8 +13,8 @@ use super::common::{
     PrioritizeByLocality, TRANSPARENT_PROXY, TransparentProxyConfig, validate_extensions,
     validate_meta, validate_mutual_tls_mode,
 };
-use super::mapstructure::{Field, Schema, Ty, go_v};
 use super::{go_quote, multierror};
+use crate::go::mapstructure::{Field, Schema, Ty, go_v};
 
 /// A `proxy-defaults` entry.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

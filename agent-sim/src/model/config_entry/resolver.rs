@@ -10,9 +10,9 @@ use super::common::{
     is_zero_i64, ser_duration_string, validate_meta,
 };
 use super::load_balancer::{LOAD_BALANCER, LoadBalancer, validate_load_balancer};
-use super::mapstructure::{Field, Schema, Ty};
 use super::{go_quote, multierror};
-use crate::duration::GoDuration;
+use crate::go::duration::GoDuration;
+use crate::go::mapstructure::{Field, Schema, Ty};
 
 /// A `service-resolver` entry. Field order follows Go's custom `MarshalJSON`, which writes
 /// `ConnectTimeout` and `RequestTimeout` (as duration strings) before everything else.

@@ -9,9 +9,9 @@ use super::common::{
     HEADER_MODIFIERS, HttpHeaderModifiers, is_false, is_zero_i64, is_zero_u32, ser_duration_string,
     validate_meta,
 };
-use super::mapstructure::{Field, Schema, Ty};
 use super::permissions::is_valid_http_method;
 use super::{go_quote, multierror};
+use crate::go::mapstructure::{Field, Schema, Ty};
 
 /// A `service-router` entry. `Routes` has no `omitempty`: `null` when never set.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

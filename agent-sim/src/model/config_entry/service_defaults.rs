@@ -11,8 +11,8 @@ use super::common::{
     TRANSPARENT_PROXY, TransparentProxyConfig, is_zero_i64, is_zero_u32, validate_extensions,
     validate_meta, validate_mutual_tls_mode,
 };
-use super::mapstructure::{Field, Schema, Ty};
 use super::multierror;
+use crate::go::mapstructure::{Field, Schema, Ty};
 
 /// A `service-defaults` entry.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::common::{HEADER_MODIFIERS, HttpHeaderModifiers, validate_meta};
-use super::mapstructure::{Field, Schema, Ty};
 use super::{go_quote, multierror};
+use crate::go::mapstructure::{Field, Schema, Ty};
 
 /// A `service-splitter` entry.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ pub struct ConfigEntries {
 }
 
 /// Central config for a proxy; the service model owns the type.
-pub use crate::service::CentralConfig;
+pub use crate::model::service::CentralConfig;
 
 impl ConfigEntries {
     pub fn new() -> Self {

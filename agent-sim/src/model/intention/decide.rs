@@ -3,8 +3,8 @@
 
 use super::names::{Parsed, check_namespace, parse_component};
 use super::{IntentionError, MatchBy, matching};
-use crate::config_entry::{ConfigEntries, go_quote};
-use crate::spiffe::{self, SpiffeId};
+use crate::model::config_entry::{ConfigEntries, go_quote};
+use crate::model::spiffe::{self, SpiffeId};
 
 /// An intention action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,11 +9,11 @@ use serde_json::Value;
 
 use super::names::{Parsed, check_namespace, parse_component};
 use super::{Intention, IntentionError};
-use crate::config_entry::{
+use crate::go::decode::{KeySchema, decode_value, parse_json};
+use crate::model::config_entry::{
     ConfigEntries, ConfigEntry, ConfigError, IntentionJwtRequirement, IntentionPermission, Kind,
     ServiceIntentions, SourceIntention, go_quote,
 };
-use crate::decode::{KeySchema, decode_value, parse_json};
 
 const NOT_FOUND: &str = "Intention not found";
 

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::tests::{put, store};
 use super::*;
-use crate::config_entry::{ConfigEntries, Kind};
+use crate::model::config_entry::{ConfigEntries, Kind};
 
 #[test]
 fn exact_crud() {

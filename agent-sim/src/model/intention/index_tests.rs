@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::config_entry::{ConfigEntries, decode_entry};
+use crate::model::config_entry::{ConfigEntries, decode_entry};
 
 const NAMES: [&str; 5] = ["a", "b", "c", "d", "*"];
 
@@ -112,7 +112,7 @@ proptest! {
         let names: Vec<String> = names.into_iter().map(|n| NAMES[n].to_owned()).collect();
         prop_assert_eq!(
             String::from_utf8(match_compact(&store, by, &names)).unwrap(),
-            String::from_utf8(crate::http::gojson::compact(&match_json(&store, by, &names))).unwrap()
+            String::from_utf8(crate::go::gojson::compact(&match_json(&store, by, &names))).unwrap()
         );
     }
 }
@@ -132,7 +132,7 @@ fn match_compact_escapes_and_dedups_names_like_match_json() {
     for by in [MatchBy::Destination, MatchBy::Source] {
         assert_eq!(
             match_compact(&store, by, &names),
-            crate::http::gojson::compact(&match_json(&store, by, &names))
+            crate::go::gojson::compact(&match_json(&store, by, &names))
         );
     }
 }

@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use super::exact::{IntentionBody, config_err, decode_body, entry_for};
 use super::names::check_namespace;
 use super::{Intention, IntentionError};
-use crate::config_entry::{ConfigEntries, Kind, ServiceIntentions, SourceIntention, go_quote};
+use crate::model::config_entry::{
+    ConfigEntries, Kind, ServiceIntentions, SourceIntention, go_quote,
+};
 
 /// `ErrIntentionNotFound`.
 const NOT_FOUND: &str = "Intention not found";

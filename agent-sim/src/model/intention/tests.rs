@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::config_entry::{ConfigEntries, decode_entry};
+use crate::model::config_entry::{ConfigEntries, decode_entry};
 
 const TD: &str = "11111111-2222-3333-4444-555555555555.consul";
 

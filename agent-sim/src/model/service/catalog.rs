@@ -15,7 +15,7 @@ use super::model::{
 use super::validate::{
     go_quote, is_any_address, multierror, validate_node_service, validate_weights,
 };
-use crate::decode::{KeySchema, decode_value, parse_json};
+use crate::go::decode::{KeySchema, decode_value, parse_json};
 use health::{RawHealthCheck, catalog_check};
 
 /// A decoded catalog registration: the node, optionally a service, and checks.

@@ -137,7 +137,7 @@ pub fn health_check_json(check: &HealthCheck) -> Value {
 /// `HealthCheckDefinition` as its `MarshalJSON` writes it: the four string durations first,
 /// then the remaining members in struct order; `TTL` stays integer nanoseconds (Go quirk).
 fn definition(d: &HealthCheckDefinition) -> Value {
-    let dur = |v: crate::duration::GoDuration| {
+    let dur = |v: crate::go::duration::GoDuration| {
         if v.0 == 0 {
             String::new()
         } else {

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::model::{
     HEALTH_CRITICAL, HEALTH_MAINTENANCE, HEALTH_PASSING, HEALTH_WARNING, HealthCheck, NodeService,
 };
-use crate::duration::GoDuration;
+use crate::go::duration::GoDuration;
 
 /// One check of a service registration (Consul's `CheckType`), decoded.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

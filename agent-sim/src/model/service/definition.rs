@@ -11,7 +11,7 @@ use super::RegisterError;
 use super::check::{CheckDefinition, RawCheck};
 use super::model::{ConnectProxyConfig, Locality, ServiceAddress, ServiceKind, Weights};
 use super::validate::is_any_address;
-use crate::decode::{KeySchema, decode_value, normalize_keys, parse_json};
+use crate::go::decode::{KeySchema, decode_value, normalize_keys, parse_json};
 
 /// A decoded service registration (Consul's `ServiceDefinition`).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -11,7 +11,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::duration::GoDuration;
+use crate::go::duration::GoDuration;
 
 /// Check status `passing`.
 pub const HEALTH_PASSING: &str = "passing";

@@ -14,9 +14,9 @@ const META_MAX_PAIRS: usize = 64;
 const META_KEY_MAX_LEN: usize = 128;
 const META_VALUE_MAX_LEN: usize = 512;
 
-pub(crate) use crate::gotext::multierror;
+pub(crate) use crate::go::gotext::multierror;
 
-pub(crate) use crate::gotext::go_quote;
+pub(crate) use crate::go::gotext::go_quote;
 
 /// Go's `net.ParseIP(s)` classified: `Some(true)` for IPv4 (including IPv4-mapped IPv6, which
 /// Go's `To4` accepts), `Some(false)` for IPv6, `None` when not an IP literal.

@@ -9,13 +9,13 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 
 use super::{NodeKey, State, Store};
-use crate::acl::{self, Authorizer, Level, Resource};
-use crate::config::SimConfig;
-use crate::http::error::ApiError;
-use crate::service::{
+use crate::model::acl::{self, Authorizer, Level, Resource};
+use crate::model::service::{
     self, CatalogRegistration, HealthCheck, Node, NodeService, RegisterContext, Registration,
     ServiceDefinition,
 };
+use crate::state::config::SimConfig;
+use crate::state::error::StateError;
 
 /// A status change for one check (control API and the agent's check endpoints).
 #[derive(Debug, Clone, Deserialize)]
@@ -236,7 +236,7 @@ impl Store {
         def: ServiceDefinition,
         replace_checks: bool,
         authz: Option<&Authorizer>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), StateError> {
         let node = self.cfg.node_name.clone();
         self.write(|st| {
             let index = st.next_index();
@@ -251,16 +251,16 @@ impl Store {
                 existing_checks: &existing_checks,
                 ..RegisterContext::new(&node, &existing, index)
             };
-            let reg = service::expand_registration(def, &ctx).map_err(ApiError::from)?;
+            let reg = service::expand_registration(def, &ctx).map_err(StateError::from)?;
             if let Some(authz) = authz {
                 for need in &reg.acl {
                     let who = match &need.token {
                         Some(secret) => acl::resolve(&self.cfg.acl, &st.tokens, Some(secret))
-                            .map_err(|e| ApiError::from_text(e.to_string()))?,
+                            .map_err(|e| StateError::Rpc(e.to_string()))?,
                         None => authz.clone(),
                     };
                     who.require(Resource::Service, &need.service, Level::Write)
-                        .map_err(ApiError::from_text)?;
+                        .map_err(StateError::Rpc)?;
                 }
             }
             st.apply_registration(&node, reg, replace_checks, index);
@@ -269,7 +269,7 @@ impl Store {
     }
 
     /// Registers with the local agent without ACL checks (control handle).
-    pub(crate) fn register_local(&self, def: ServiceDefinition) -> Result<(), ApiError> {
+    pub(crate) fn register_local(&self, def: ServiceDefinition) -> Result<(), StateError> {
         self.register_local_with(def, false, None)
     }
 
@@ -278,17 +278,17 @@ impl Store {
         &self,
         id: &str,
         authz: Option<&Authorizer>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), StateError> {
         let node = self.cfg.node_name.clone();
         self.write(|st| {
             let key = (node.clone(), id.to_owned());
             let Some(svc) = st.services.get(&key) else {
-                return Err(ApiError::not_found(format!(
+                return Err(StateError::NotFound(format!(
                     "Unknown service ID {id:?}. Ensure that the service ID is passed, not the service name."
                 )));
             };
             if let Some(a) = authz {
-                a.require(Resource::Service, &svc.service, Level::Write).map_err(ApiError::from_text)?;
+                a.require(Resource::Service, &svc.service, Level::Write).map_err(StateError::Rpc)?;
             }
             let index = st.next_index();
             st.remove_service(&key, index);
@@ -306,7 +306,7 @@ impl Store {
     }
 
     /// Deregisters without ACL checks (control handle).
-    pub(crate) fn deregister_local(&self, id: &str) -> Result<(), ApiError> {
+    pub(crate) fn deregister_local(&self, id: &str) -> Result<(), StateError> {
         self.deregister_local_with(id, None)
     }
 
@@ -342,7 +342,7 @@ impl Store {
         node: &str,
         service_id: Option<&str>,
         check_id: Option<&str>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), StateError> {
         self.write(|st| {
             let index = st.next_index();
             match (service_id, check_id) {
@@ -373,9 +373,9 @@ impl Store {
     }
 
     /// Sets a check's status (and output). Consul's texts for unknown checks and bad statuses.
-    pub(crate) fn update_check(&self, u: CheckUpdate) -> Result<(), ApiError> {
+    pub(crate) fn update_check(&self, u: CheckUpdate) -> Result<(), StateError> {
         if !service::valid_status(&u.status) {
-            return Err(ApiError::bad_request(format!(
+            return Err(StateError::Invalid(format!(
                 "Invalid check status: {:?}",
                 u.status
             )));
@@ -384,7 +384,7 @@ impl Store {
         self.write(|st| {
             let key = (node.clone(), u.check_id.clone());
             let Some(old) = st.checks.get(&key).cloned() else {
-                return Err(ApiError::not_found(format!("Unknown check ID {:?}. Ensure that the check ID is passed, not the check name.", u.check_id)));
+                return Err(StateError::NotFound(format!("Unknown check ID {:?}. Ensure that the check ID is passed, not the check name.", u.check_id)));
             };
             if old.ttl.is_some() {
                 st.ttl_touched.insert(key, OffsetDateTime::now_utc());

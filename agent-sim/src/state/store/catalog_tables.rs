@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::NodeKey;
-use crate::service::{HealthCheck, NodeService, ServiceKind};
+use crate::model::service::{HealthCheck, NodeService, ServiceKind};
 
 #[cfg(test)]
 mod tests;

@@ -9,8 +9,8 @@ use time::OffsetDateTime;
 use tokio::time::Instant;
 
 use super::{LeafEntry, State, Store};
-use crate::ca::Leaf;
-use crate::http::error::ApiError;
+use crate::model::ca::Leaf;
+use crate::state::error::StateError;
 
 /// A leaf answer: the cert, and whether it came out of the agent's cache unchanged.
 #[derive(Debug, Clone)]
@@ -21,13 +21,13 @@ pub(crate) struct LeafAnswer {
 
 impl Store {
     /// A non-blocking leaf read: revalidates, so a rotated or due leaf is replaced at once.
-    pub(crate) fn leaf_now(&self, service: &str, dc: &str) -> Result<LeafAnswer, ApiError> {
+    pub(crate) fn leaf_now(&self, service: &str, dc: &str) -> Result<LeafAnswer, StateError> {
         let now = OffsetDateTime::now_utc();
         if self.servers_down() {
             return self
                 .read(|st| st.leaves.get(service).map(|e| e.leaf.clone()))
                 .map(|leaf| LeafAnswer { leaf, hit: true })
-                .ok_or_else(ApiError::no_servers);
+                .ok_or(StateError::NoServers);
         }
         let current = self.read(|st| {
             st.leaves
@@ -53,7 +53,7 @@ impl Store {
         dc: &str,
         min_index: u64,
         timeout: Duration,
-    ) -> Result<LeafAnswer, ApiError> {
+    ) -> Result<LeafAnswer, StateError> {
         let deadline = Instant::now() + timeout;
         // Woken by writes to the servers' data (a root rotation) and by this service's own
         // leaf-cache writes, not by other services' leaves.
@@ -108,7 +108,7 @@ impl Store {
                 let leaf = self.read(|st| st.leaves.get(service).map(|e| e.leaf.clone()));
                 return leaf
                     .map(|leaf| LeafAnswer { leaf, hit: true })
-                    .ok_or_else(ApiError::no_servers);
+                    .ok_or(StateError::NoServers);
             }
         }
     }
@@ -121,7 +121,7 @@ impl Store {
         &self,
         service: &str,
         dc: &str,
-    ) -> Result<(Leaf, Option<OffsetDateTime>), ApiError> {
+    ) -> Result<(Leaf, Option<OffsetDateTime>), StateError> {
         let now = OffsetDateTime::now_utc();
         let leaf = match self.read(|st| current(st, service)) {
             None => self.leaf_now(service, dc)?.leaf,
@@ -163,7 +163,7 @@ impl Store {
         at
     }
 
-    fn issue(&self, service: &str, dc: &str, now: OffsetDateTime) -> Result<Leaf, ApiError> {
+    fn issue(&self, service: &str, dc: &str, now: OffsetDateTime) -> Result<Leaf, StateError> {
         let fraction: f64 = self.with_rng(|r| r.random_range(0.6..0.9));
         self.write_leaf_cache(service, |st| {
             if let Err(e) = st.ca.take_csr_token(now) {
@@ -177,14 +177,14 @@ impl Store {
                         }
                         Ok(entry.leaf.clone())
                     }
-                    None => Err(ApiError::from_text(e.to_string())),
+                    None => Err(StateError::Rpc(e.to_string())),
                 };
             }
             let index = st.next_index();
             let leaf = st
                 .ca
                 .issue_leaf(service, dc, now, index)
-                .map_err(|e| ApiError::from_text(e.to_string()))?;
+                .map_err(|e| StateError::Rpc(e.to_string()))?;
             let lifetime = leaf.valid_before - leaf.valid_after;
             let renew_at = leaf.valid_after + lifetime * fraction;
             st.leaves.insert(

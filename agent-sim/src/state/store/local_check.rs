@@ -2,7 +2,7 @@
 //! `/deregister`), as opposed to the checks that come with a service registration.
 
 use super::Store;
-use crate::service::HealthCheck;
+use crate::model::service::HealthCheck;
 
 impl Store {
     /// Adds or replaces a check of the agent's node (an unchanged check keeps its indexes).

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::SimConfig;
-use crate::service::{Node, NodeService};
+use crate::model::service::{Node, NodeService};
+use crate::state::config::SimConfig;
 
 /// The name of the server node every catalog has (the sim is a client agent; its servers are
 /// elsewhere, like `/v1/status/leader`'s `127.0.0.1:8300`).

@@ -8,8 +8,8 @@ use std::borrow::Cow;
 use std::net::Ipv4Addr;
 
 use super::State;
-use crate::config_entry::{ConfigEntry, ConfigError, Kind};
-use crate::service::{NodeService, ServiceAddress, ServiceKind};
+use crate::model::config_entry::{ConfigEntry, ConfigError, Kind};
+use crate::model::service::{NodeService, ServiceAddress, ServiceKind};
 
 /// The tagged-address key Consul uses (`structs.TaggedAddressVirtualIP`).
 pub(crate) const TAGGED_ADDRESS_VIRTUAL_IP: &str = "consul-virtual";
@@ -104,8 +104,8 @@ pub(crate) fn connect_name(svc: &NodeService) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::SimConfig;
-    use crate::store::Store;
+    use crate::state::config::SimConfig;
+    use crate::state::store::Store;
 
     /// Runs `f` on a fresh store's state.
     fn with_state(f: impl FnOnce(&mut State)) {

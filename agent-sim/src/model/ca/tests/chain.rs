@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::support::{
     CLUSTER, T0, akid, ders, hex, is_unknown_issuer, parse, rng, skid, verify_client,
 };
-use crate::ca::{Ca, CaConfig, Forgery, KeyKind};
+use crate::model::ca::{Ca, CaConfig, Forgery, KeyKind};
 
 fn chain_ca(kind: KeyKind) -> Ca {
     let cfg = CaConfig {
@@ -77,7 +77,7 @@ fn leaves_chain_through_the_intermediate() {
     let leaf_only = ders(&leaf.cert_pem)
         .into_iter()
         .take(1)
-        .map(|d| crate::ca::encoding::pem_encode("CERTIFICATE", d.as_ref()))
+        .map(|d| crate::model::ca::encoding::pem_encode("CERTIFICATE", d.as_ref()))
         .collect::<String>();
     let roots = trusted(&ca);
     let refs: Vec<&str> = roots.iter().map(String::as_str).collect();

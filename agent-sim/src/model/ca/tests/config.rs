@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use time::macros::datetime;
 
 use super::support::*;
-use crate::ca::{Ca, CaError, ConfigOutcome};
+use crate::model::ca::{Ca, CaError, ConfigOutcome};
 
 const T1: time::OffsetDateTime = datetime!(2025-05-22 10:00:00 UTC);
 
@@ -122,8 +122,8 @@ fn disable_cross_signing_blocks_rotation_unless_forced() {
 #[test]
 fn a_private_key_rotates_onto_that_key_and_reads_hidden() {
     let mut ca = new_ca();
-    let key = crate::ca::keys::generate().unwrap();
-    let pem = crate::ca::keys::private_key_pem(&key).unwrap();
+    let key = crate::model::ca::keys::generate().unwrap();
+    let pem = crate::model::ca::keys::private_key_pem(&key).unwrap();
     let body = json!({"Provider": "consul", "Config": {"PrivateKey": pem}});
     assert_eq!(put(&mut ca, &body, 30), Ok(ROTATED));
     let roots = ca.roots_json();
@@ -205,7 +205,7 @@ fn bad_key_types() {
         &json!({"Provider": "consul", "Config": {"PrivateKeyType": "dsa"}}),
         "error configuring provider: private key type must be either 'ec' or 'rsa'",
     );
-    let rsa_pem = crate::ca::encoding::pem_encode("RSA PRIVATE KEY", &[0x30, 0x00]);
+    let rsa_pem = crate::model::ca::encoding::pem_encode("RSA PRIVATE KEY", &[0x30, 0x00]);
     let err = put(
         &mut new_ca(),
         &json!({"Provider": "consul", "Config": {"PrivateKey": rsa_pem}}),
@@ -256,7 +256,8 @@ fn other_rejections() {
         &json!({"Provider": "consul", "Config": {"RootCert": "x"}}),
         "error configuring provider: must provide a private key when providing a root cert",
     );
-    let pem = crate::ca::keys::private_key_pem(&crate::ca::keys::generate().unwrap()).unwrap();
+    let pem = crate::model::ca::keys::private_key_pem(&crate::model::ca::keys::generate().unwrap())
+        .unwrap();
     rejects(
         &json!({"Provider": "consul", "Config": {"RootCert": "x", "PrivateKey": pem}}),
         "no PEM-encoded data found",
@@ -306,10 +307,10 @@ fn bootstrap_config_has_consuls_keys_only() {
     let same = json!({"Provider": "consul", "Config": config});
     assert_eq!(put(&mut ca, &same, 30).unwrap(), UNCHANGED);
 
-    let cfg = crate::ca::CaConfig {
+    let cfg = crate::model::ca::CaConfig {
         cluster_id: CLUSTER.into(),
-        key_kind: crate::ca::KeyKind::Ec384,
-        ..crate::ca::CaConfig::default()
+        key_kind: crate::model::ca::KeyKind::Ec384,
+        ..crate::model::ca::CaConfig::default()
     };
     let mut ca = Ca::new(cfg, T0, 8, &mut rng()).unwrap();
     let config = ca.config_json()["Config"].clone();

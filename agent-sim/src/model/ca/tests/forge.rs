@@ -4,11 +4,11 @@
 use time::macros::datetime;
 
 use super::support::*;
-use crate::ca::{ClientIdentity, Forgery};
+use crate::model::ca::{ClientIdentity, Forgery};
 
 const NOW: time::OffsetDateTime = datetime!(2025-05-21 18:00:00 UTC);
 
-fn forge(what: &Forgery) -> (crate::ca::Ca, ClientIdentity) {
+fn forge(what: &Forgery) -> (crate::model::ca::Ca, ClientIdentity) {
     let ca = new_ca();
     let id = ca.forge(what, NOW).unwrap();
     assert!(
@@ -22,11 +22,11 @@ fn forge(what: &Forgery) -> (crate::ca::Ca, ClientIdentity) {
     (ca, id)
 }
 
-fn trusted(ca: &crate::ca::Ca) -> Vec<String> {
+fn trusted(ca: &crate::model::ca::Ca) -> Vec<String> {
     ca.root_certs_pem()
 }
 
-fn check(ca: &crate::ca::Ca, id: &ClientIdentity) -> Result<(), rustls::Error> {
+fn check(ca: &crate::model::ca::Ca, id: &ClientIdentity) -> Result<(), rustls::Error> {
     let roots = trusted(ca);
     let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
     verify_client(&id.cert_chain_pem, &roots, NOW)

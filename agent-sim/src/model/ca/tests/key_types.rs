@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use super::support::{T0, TD, ders, key_matches, new_ca, parse, rng, single_der, verify_client};
-use crate::ca::keys::{self, KeyKind};
-use crate::ca::{Ca, CaError};
+use crate::model::ca::keys::{self, KeyKind};
+use crate::model::ca::{Ca, CaError};
 
 #[allow(clippy::needless_pass_by_value)]
 fn put(ca: &mut Ca, config: Value, index: u64) -> Result<bool, CaError> {

@@ -104,7 +104,7 @@ fn cross_signed_rotation_switches_active_and_chains_to_the_old_root() {
 
 fn chain_to_pem(ders: &[rustls_pki_types::CertificateDer<'_>]) -> String {
     ders.iter()
-        .map(|d| crate::ca::encoding::pem_encode("CERTIFICATE", d.as_ref()))
+        .map(|d| crate::model::ca::encoding::pem_encode("CERTIFICATE", d.as_ref()))
         .collect()
 }
 

@@ -16,7 +16,7 @@ use time::macros::datetime;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use crate::ca::{Ca, CaConfig};
+use crate::model::ca::{Ca, CaConfig};
 
 pub(super) const CLUSTER: &str = "7e567ac2-551d-463f-8497-f78972856fc1";
 pub(super) const TD: &str = "7e567ac2-551d-463f-8497-f78972856fc1.consul";

@@ -6,7 +6,7 @@ use time::macros::datetime;
 use x509_parser::extensions::ParsedExtension;
 
 use super::support::*;
-use crate::ca::{CaError, Leaf};
+use crate::model::ca::{CaError, Leaf};
 
 #[test]
 fn root_matches_consul_generate_ca() {
@@ -64,7 +64,7 @@ fn root_matches_consul_generate_ca() {
     assert_eq!(root["NotAfter"], "2035-05-19T16:33:28Z");
 }
 
-fn first_leaf() -> (crate::ca::Ca, Leaf) {
+fn first_leaf() -> (crate::model::ca::Ca, Leaf) {
     let mut ca = new_ca();
     let leaf = ca.issue_leaf("web", "dc1", T0, 42).unwrap();
     (ca, leaf)
@@ -206,7 +206,7 @@ fn leaf_requests_fail_with_consul_texts() {
 
 #[test]
 fn bootstrap_validates_its_config() {
-    use crate::ca::{Ca, CaConfig};
+    use crate::model::ca::{Ca, CaConfig};
     let bad_id = CaConfig {
         cluster_id: "nope".into(),
         ..CaConfig::default()
@@ -242,7 +242,7 @@ fn bootstrap_validates_its_config() {
 
 #[test]
 fn default_config_is_consuls() {
-    let cfg = crate::ca::CaConfig::default();
+    let cfg = crate::model::ca::CaConfig::default();
     assert!(uuid::Uuid::parse_str(&cfg.cluster_id).is_ok());
     assert_eq!(cfg.datacenter, "dc1");
     assert_eq!(

@@ -5,9 +5,9 @@
 use std::collections::BTreeSet;
 
 use super::{Compiler, DEFAULT, graph_error};
-use crate::chain::ChainError;
-use crate::chain::gofmt::go_quote;
-use crate::chain::model::{DiscoverySplit, GraphNode};
+use crate::model::chain::ChainError;
+use crate::model::chain::gofmt::go_quote;
+use crate::model::chain::model::{DiscoverySplit, GraphNode};
 
 impl Compiler<'_> {
     pub(super) fn node(&self, key: &str) -> Result<&GraphNode, ChainError> {

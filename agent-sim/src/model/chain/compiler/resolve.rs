@@ -7,10 +7,12 @@ use std::rc::Rc;
 
 use super::targets::TargetOpts;
 use super::{Compiler, graph_error};
-use crate::chain::ChainError;
-use crate::chain::entries::{Failover, Resolver};
-use crate::chain::gofmt::go_quote;
-use crate::chain::model::{DiscoveryFailover, DiscoveryResolver, GraphNode, PrioritizeByLocality};
+use crate::model::chain::ChainError;
+use crate::model::chain::entries::{Failover, Resolver};
+use crate::model::chain::gofmt::go_quote;
+use crate::model::chain::model::{
+    DiscoveryFailover, DiscoveryResolver, GraphNode, PrioritizeByLocality,
+};
 
 const DEFAULT_CONNECT_TIMEOUT_NS: i64 = 5_000_000_000;
 

@@ -3,9 +3,9 @@
 //! `rewriteTarget`, which intern targets by ID so later mutations are shared like Go's pointers.
 
 use super::{Compiler, DEFAULT};
-use crate::chain::ChainError;
-use crate::chain::gofmt::go_quote;
-use crate::chain::model::DiscoveryTarget;
+use crate::model::chain::ChainError;
+use crate::model::chain::gofmt::go_quote;
+use crate::model::chain::model::DiscoveryTarget;
 
 /// `DiscoveryTargetOpts`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

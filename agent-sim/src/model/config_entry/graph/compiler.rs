@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::{is_http_like, protocol_in};
-use crate::config_entry::{ConfigEntry, Kind, ServiceResolver, go_quote};
+use crate::model::config_entry::{ConfigEntry, Kind, ServiceResolver, go_quote};
 
 /// Reads an entry, with the proposed change applied.
 pub(super) type Lookup<'a> = dyn Fn(Kind, &str) -> Option<&'a ConfigEntry> + 'a;

@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::service::RegisterError;
-use crate::service::check::{CheckDefinition, go_duration_field};
-use crate::service::model::{HEALTH_CRITICAL, HealthCheck, HealthCheckDefinition, NodeService};
+use crate::model::service::RegisterError;
+use crate::model::service::check::{CheckDefinition, go_duration_field};
+use crate::model::service::model::{
+    HEALTH_CRITICAL, HealthCheck, HealthCheckDefinition, NodeService,
+};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "PascalCase")]

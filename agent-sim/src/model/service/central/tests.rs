@@ -1,7 +1,7 @@
 //! Tests for the central-config merge rules.
 
 use super::*;
-use crate::service::model::ServiceKind;
+use crate::model::service::model::ServiceKind;
 use serde_json::json;
 
 fn sidecar() -> NodeService {

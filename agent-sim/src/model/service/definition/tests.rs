@@ -44,7 +44,7 @@ fn accepts_any_case_and_snake_case_keys() {
         })
     );
     let check = def.check.as_ref().unwrap();
-    assert_eq!(check.ttl, crate::duration::GoDuration(30_000_000_000));
+    assert_eq!(check.ttl, crate::go::duration::GoDuration(30_000_000_000));
     assert_eq!(check.check_id, "c1");
     assert_eq!(check.deregister_critical_service_after.0, 60_000_000_000);
     let sc = def.sidecar_service().unwrap();

@@ -2,12 +2,12 @@
 //! the agent's sidecar range, and its default checks.
 
 use super::{RegisterContext, SIDECAR_SUFFIX, node_service_from_definition};
-use crate::duration::GoDuration;
-use crate::service::RegisterError;
-use crate::service::check::CheckDefinition;
-use crate::service::definition::ServiceDefinition;
-use crate::service::model::{NodeService, ServiceKind};
-use crate::service::validate::{join_host_port, validate_service_meta};
+use crate::go::duration::GoDuration;
+use crate::model::service::RegisterError;
+use crate::model::service::check::CheckDefinition;
+use crate::model::service::definition::ServiceDefinition;
+use crate::model::service::model::{NodeService, ServiceKind};
+use crate::model::service::validate::{join_host_port, validate_service_meta};
 
 /// `sidecarServiceFromNodeService`: defaults from the parent.
 pub(super) fn build_sidecar(

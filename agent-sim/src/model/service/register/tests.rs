@@ -1,8 +1,8 @@
 //! Tests for registration expansion: sidecars, ports, checks, errors and indexes.
 
 use super::*;
-use crate::duration::GoDuration;
-use crate::service::{HealthCheckDefinition, decode_register};
+use crate::go::duration::GoDuration;
+use crate::model::service::{HealthCheckDefinition, decode_register};
 
 fn def(body: &str) -> ServiceDefinition {
     decode_register(body.as_bytes()).unwrap()

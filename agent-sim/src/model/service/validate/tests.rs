@@ -1,7 +1,7 @@
 //! Tests for registration validation texts and the Go-compatible helpers.
 
 use super::*;
-use crate::service::model::{ExposePath, Upstream};
+use crate::model::service::model::{ExposePath, Upstream};
 
 #[test]
 fn multierror_matches_go_multierror() {
@@ -259,7 +259,7 @@ fn tagged_address_family_rule() {
     ns.tagged_addresses.clear();
     ns.tagged_addresses.insert(
         "wan_ipv6".into(),
-        crate::service::ServiceAddress {
+        crate::model::service::ServiceAddress {
             address: "not-an-ip".into(),
             port: 1,
         },

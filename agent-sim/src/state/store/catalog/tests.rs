@@ -2,7 +2,7 @@
 //! the check table and must return exactly what a scan of every check returns.
 
 use super::*;
-use crate::store::Store;
+use crate::state::store::Store;
 
 fn check(node: &str, id: &str, service_id: &str) -> HealthCheck {
     HealthCheck {
