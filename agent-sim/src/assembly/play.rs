@@ -13,13 +13,15 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use scenarios::{FaultSpec, InstanceSpec, IntentionSpec, Policy, Setup, Step, Timeouts};
-use serde_json::{Map, Value, json};
+use scenarios::{InstanceSpec, Policy, Setup, Step, Timeouts};
+use serde_json::{Value, json};
 
 use crate::state::control::Control;
-use crate::state::error::SimError;
-use crate::state::faults::{Fault, FaultGuard};
+use crate::state::faults::FaultGuard;
 use crate::state::store::CheckUpdate;
+
+use self::error::sim;
+use self::translate::{action, fault_name, put_intention, text, to_fault};
 
 /// The service the proxy under test fronts.
 pub const SERVICE: &str = "db";
@@ -50,50 +52,6 @@ pub struct Ports {
     pub app_socket: Option<String>,
     /// `LocalBindSocketPath` of each upstream with `socket = true`, by name.
     pub upstream_sockets: BTreeMap<String, String>,
-}
-
-/// Why playing a setup or step failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PlayError {
-    /// The simulator rejected a state change.
-    #[error("{what}: {source}")]
-    Sim {
-        /// What was being done.
-        what: String,
-        /// The simulator's error.
-        #[source]
-        source: SimError,
-    },
-    /// A step names an instance that was never set up.
-    #[error("unknown instance {0:?}")]
-    UnknownInstance(String),
-    /// An upstream or instance has no port in [`Ports`].
-    #[error("no port was picked for {0}")]
-    NoPort(String),
-    /// `add-upstream` names an upstream that is not in the setup.
-    #[error("upstream {0:?} is not in the setup")]
-    UnknownUpstream(String),
-    /// A duration is neither a named timeout nor a Go duration.
-    #[error("invalid duration {0:?}")]
-    BadDuration(String),
-    /// `key_type`/`key_bits` name a key kind the CA does not run.
-    #[error("unsupported CA key {0}: ec 256/384 or rsa 2048/4096")]
-    UnsupportedKey(String),
-}
-
-impl PlayError {
-    /// A stable machine name for reports.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Sim { .. } => "agent_control_failed",
-            Self::UnknownInstance(_) => "unknown_instance",
-            Self::NoPort(_) => "no_port",
-            Self::UnknownUpstream(_) => "unknown_upstream",
-            Self::BadDuration(_) => "bad_duration",
-            Self::UnsupportedKey(_) => "unsupported_ca_key",
-        }
-    }
 }
 
 /// The agent side of one scenario: what has been registered so far and the faults it holds.
@@ -318,82 +276,6 @@ impl Play {
         Ok(Some(label))
     }
 
-    /// The `db` registration (as `PUT /v1/agent/service/register` takes it) with its sidecar:
-    /// transparent mode, unix sockets and addresses as the setup and [`Ports`] say.
-    pub fn registration(&self) -> Result<Value, PlayError> {
-        let mut config: Map<String, Value> = self.knobs.clone().into_iter().collect();
-        config.extend(self.setup.proxy_config.clone());
-        let mut upstreams = Vec::new();
-        for name in &self.upstreams {
-            upstreams.push(self.upstream_entry(name)?);
-        }
-        let mut proxy = json!({"Config": config, "Upstreams": upstreams});
-        if let Some(t) = &self.setup.transparent {
-            proxy["Mode"] = json!("transparent");
-            proxy["TransparentProxy"] = json!({
-                "OutboundListenerPort": t.outbound_port.unwrap_or(DEFAULT_OUTBOUND_PORT),
-                "DialedDirectly": t.dialed_directly,
-            });
-        }
-        let address = self.ports.service_address.as_deref().unwrap_or(LOOPBACK);
-        let mut sidecar = json!({"Port": self.ports.inbound, "Proxy": proxy});
-        if self.ports.service_address.is_some() {
-            sidecar["Address"] = json!(address);
-        }
-        let mut reg = json!({"ID": SERVICE, "Name": SERVICE, "Address": address});
-        match (self.setup.app_socket, &self.ports.app_socket) {
-            (true, Some(path)) => reg["SocketPath"] = json!(path),
-            (true, None) => return Err(PlayError::NoPort("the app's unix socket".into())),
-            (false, _) => reg["Port"] = json!(self.ports.app),
-        }
-        reg["Connect"] = json!({"SidecarService": sidecar});
-        Ok(reg)
-    }
-
-    /// One `Upstreams[]` entry: a loopback port, or a unix socket.
-    fn upstream_entry(&self, name: &str) -> Result<Value, PlayError> {
-        let spec = self.setup.upstreams.iter().find(|u| u.name == name);
-        if let Some(spec) = spec.filter(|s| s.socket) {
-            let path =
-                self.ports.upstream_sockets.get(name).ok_or_else(|| {
-                    PlayError::NoPort(format!("the unix socket of upstream {name}"))
-                })?;
-            let mut entry = json!({"DestinationName": name, "LocalBindSocketPath": path});
-            if let Some(mode) = &spec.socket_mode {
-                entry["LocalBindSocketMode"] = json!(mode);
-            }
-            return Ok(entry);
-        }
-        let port = self
-            .ports
-            .upstreams
-            .get(name)
-            .ok_or_else(|| PlayError::NoPort(format!("upstream {name}")))?;
-        Ok(json!({
-            "DestinationName": name,
-            "LocalBindAddress": LOOPBACK,
-            "LocalBindPort": port,
-        }))
-    }
-
-    fn register(&self, control: &Control) -> Result<(), PlayError> {
-        sim("register db", control.register(&self.registration()?))
-    }
-
-    fn register_instance(&self, control: &Control, spec: &InstanceSpec) -> Result<(), PlayError> {
-        let port = self
-            .ports
-            .instances
-            .get(&spec.id)
-            .ok_or_else(|| PlayError::NoPort(format!("instance {}", spec.id)))?;
-        let address = self.ports.instance_address.as_deref().unwrap_or(LOOPBACK);
-        let body = instance_registration(spec, address, *port);
-        sim(
-            &format!("register instance {}", spec.id),
-            control.catalog_register(&body),
-        )
-    }
-
     fn duration(&self, text: &str) -> Result<Duration, PlayError> {
         self.timeouts
             .get(text)
@@ -406,82 +288,16 @@ impl Play {
     }
 }
 
-fn put_intention(control: &Control, i: &IntentionSpec) -> Result<(), PlayError> {
-    let mut body = Map::new();
-    if let Some(a) = i.action {
-        body.insert("Action".into(), json!(policy(a)));
-    }
-    if let Some(p) = &i.permissions {
-        body.insert("Permissions".into(), Value::Array(p.clone()));
-    }
-    let r = control.put_intention(&i.source, &i.destination, &Value::Object(body));
-    sim(&format!("intention {} → {}", i.source, i.destination), r)
-}
-
-fn action(i: &IntentionSpec) -> &'static str {
-    match (i.action, &i.permissions) {
-        (Some(a), _) => policy(a),
-        (None, Some(_)) => "L7 permissions",
-        (None, None) => "no action",
-    }
-}
-
-fn policy(p: Policy) -> &'static str {
-    match p {
-        Policy::Allow => "allow",
-        Policy::Deny => "deny",
-    }
-}
-
-fn to_fault(f: &FaultSpec) -> Fault {
-    match f {
-        FaultSpec::AgentDown => Fault::AgentDown,
-        FaultSpec::AgentHung => Fault::AgentHung,
-        FaultSpec::ServersUnreachable => Fault::ServersUnreachable,
-        FaultSpec::Errors => Fault::Errors {
-            status: 500,
-            body: "agent-sim: injected error".into(),
-            path_prefix: None,
-        },
-    }
-}
-
-fn fault_name(f: &FaultSpec) -> &'static str {
-    match f {
-        FaultSpec::AgentDown => "agent-down",
-        FaultSpec::AgentHung => "agent-hung",
-        FaultSpec::ServersUnreachable => "servers-unreachable",
-        FaultSpec::Errors => "errors",
-    }
-}
-
-fn text<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key].as_str().unwrap_or("?")
-}
-
-/// The CA key kind for a scenario's `key_type`/`key_bits` (type default `ec`; bits default 256
-/// for `ec`, 2048 for `rsa`).
-pub fn key_kind(
-    key_type: Option<&str>,
-    key_bits: Option<u32>,
-) -> Option<crate::model::ca::KeyKind> {
-    let key_type = key_type.unwrap_or("ec");
-    let bits = key_bits.unwrap_or(if key_type == "rsa" { 2048 } else { 256 });
-    crate::model::ca::KeyKind::from_config(key_type, i64::from(bits))
-}
-
-fn sim<T>(what: &str, r: Result<T, SimError>) -> Result<T, PlayError> {
-    r.map_err(|source| PlayError::Sim {
-        what: what.to_owned(),
-        source,
-    })
-}
-
+mod error;
 mod names;
+mod registration;
+mod translate;
 
+pub use self::error::PlayError;
 pub use self::names::{
     PROXY_TOKEN_RULES, RootsView, check_id, instance_registration, node_name, roots,
 };
+pub use self::translate::key_kind;
 
 #[cfg(test)]
 mod tests;

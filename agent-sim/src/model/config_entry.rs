@@ -8,6 +8,7 @@ mod common;
 mod graph;
 mod intentions;
 mod load_balancer;
+mod path_match;
 mod permissions;
 mod proxy_defaults;
 mod resolver;

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::common::is_false;
+use super::path_match::validate_path_match;
 use super::{go_quote, multierror};
 use crate::go::mapstructure::{Field, Schema, Ty};
 
@@ -168,33 +169,13 @@ pub(crate) fn validate_permission(
     let Some(http) = &perm.http else {
         return Err(format!("{prefix} is required"));
     };
-    let mut path_parts = 0;
-    if !http.path_exact.is_empty() {
-        path_parts += 1;
-        if !http.path_exact.starts_with('/') {
-            return Err(format!(
-                "{prefix}.PathExact doesn't start with '/': {}",
-                go_quote(&http.path_exact)
-            ));
-        }
-    }
-    if !http.path_prefix.is_empty() {
-        path_parts += 1;
-        if !http.path_prefix.starts_with('/') {
-            return Err(format!(
-                "{prefix}.PathPrefix doesn't start with '/': {}",
-                go_quote(&http.path_prefix)
-            ));
-        }
-    }
-    if !http.path_regex.is_empty() {
-        path_parts += 1;
-    }
-    if path_parts > 1 {
-        return Err(format!(
-            "{prefix} should only contain at most one of PathExact, PathPrefix, or PathRegex"
-        ));
-    }
+    let path_parts = validate_path_match(
+        &prefix,
+        '.',
+        &http.path_exact,
+        &http.path_prefix,
+        &http.path_regex,
+    )?;
     let mut perm_parts = path_parts;
     for (k, hdr) in http.header.iter().enumerate() {
         if hdr.name.is_empty() {

@@ -9,6 +9,7 @@ use super::common::{
     HEADER_MODIFIERS, HttpHeaderModifiers, is_false, is_zero_i64, is_zero_u32, ser_duration_string,
     validate_meta,
 };
+use super::path_match::validate_path_match;
 use super::permissions::is_valid_http_method;
 use super::{go_quote, multierror};
 use crate::go::mapstructure::{Field, Schema, Ty};
@@ -281,33 +282,13 @@ impl ServiceRouter {
 }
 
 fn validate_http_match(i: usize, http: &RouteHttpMatch) -> Result<(), String> {
-    let mut path_parts = 0;
-    if !http.path_exact.is_empty() {
-        path_parts += 1;
-        if !http.path_exact.starts_with('/') {
-            return Err(format!(
-                "Route[{i}] PathExact doesn't start with '/': {}",
-                go_quote(&http.path_exact)
-            ));
-        }
-    }
-    if !http.path_prefix.is_empty() {
-        path_parts += 1;
-        if !http.path_prefix.starts_with('/') {
-            return Err(format!(
-                "Route[{i}] PathPrefix doesn't start with '/': {}",
-                go_quote(&http.path_prefix)
-            ));
-        }
-    }
-    if !http.path_regex.is_empty() {
-        path_parts += 1;
-    }
-    if path_parts > 1 {
-        return Err(format!(
-            "Route[{i}] should only contain at most one of PathExact, PathPrefix, or PathRegex"
-        ));
-    }
+    validate_path_match(
+        &format!("Route[{i}]"),
+        ' ',
+        &http.path_exact,
+        &http.path_prefix,
+        &http.path_regex,
+    )?;
     for (j, h) in http.header.iter().enumerate() {
         if h.name.is_empty() {
             return Err(format!(
