@@ -5,7 +5,7 @@ use axum::Router;
 use axum::body::Body;
 use http::Request;
 use http_body_util::BodyExt;
-use scenarios::{InstanceSpec, IntentionSpec, UpstreamSpec};
+use scenarios::{FaultSpec, InstanceSpec, IntentionSpec, UpstreamSpec};
 use tower::ServiceExt;
 
 use super::*;
