@@ -1,5 +1,5 @@
-//! agent-sim benchmark (a program, not a test). Run with
-//! `cargo run --release -p agent-sim --example bench` and read the Markdown it prints.
+//! agent-sim HTTP API benchmark (a program, not a test). Run with
+//! `cargo run --release -p agent-sim --example http_bench` and read the Markdown it prints.
 //!
 //! (a) authorize throughput over loopback keep-alive HTTP, as a ratio to a trivial handler served
 //!     by the same HTTP stack in the same run (target >= 0.8);
