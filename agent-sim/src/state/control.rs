@@ -24,7 +24,7 @@ pub struct Control {
     pub(crate) faults: Arc<Faults>,
     pub(crate) log: Arc<RequestLog>,
     pub(crate) checks: Arc<crate::state::checks::Schedule>,
-    pub(crate) xds_log: Arc<crate::xds::XdsLog>,
+    pub(crate) xds_log: Arc<crate::state::xds_log::XdsLog>,
     /// The bound gRPC (xDS) port, once it is served (what `/v1/agent/self` reports).
     pub(crate) grpc_port: Arc<std::sync::OnceLock<u16>>,
     restart: Arc<tokio::sync::Mutex<()>>,
@@ -364,7 +364,7 @@ impl Control {
     }
 
     /// What every xDS stream did (requests, responses, ACKs, NACKs).
-    pub fn xds_log(&self) -> &crate::xds::XdsLog {
+    pub fn xds_log(&self) -> &crate::state::xds_log::XdsLog {
         &self.xds_log
     }
 }

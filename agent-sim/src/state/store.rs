@@ -26,12 +26,12 @@ use time::OffsetDateTime;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::http::meta::Body;
 use crate::model::acl::Tokens;
 use crate::model::ca::{Ca, CaConfig, Leaf};
 use crate::model::config_entry::ConfigEntries;
 use crate::model::intention::{self, Intention, MatchBy};
 use crate::model::service::{HealthCheck, Node, NodeService};
+use crate::state::body::Body;
 use crate::state::config::SimConfig;
 use crate::state::error::SimError;
 use catalog_tables::CatalogTables;

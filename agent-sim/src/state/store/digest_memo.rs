@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use crate::http::meta::BodyDigest;
+use crate::state::body::BodyDigest;
 
 /// At most this many queries are remembered; past it the memo starts over (a miss only costs
 /// the render it saves).
@@ -50,7 +50,7 @@ impl DigestMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::meta::Body;
+    use crate::state::body::Body;
     use serde_json::json;
 
     #[test]
