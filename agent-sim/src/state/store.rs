@@ -6,6 +6,7 @@
 
 mod catalog;
 mod catalog_tables;
+mod catalog_writes;
 pub(crate) mod digest_memo;
 mod leaf;
 mod local_check;

@@ -1,6 +1,6 @@
-//! Catalog and agent-local state: registering and deregistering services and checks (locally
-//! or on any node), check status updates, and the health queries built on them, with the
-//! per-service indexes Consul reports.
+//! Catalog and agent-local state: the table operations (services and checks put and removed
+//! with the per-service indexes Consul reports) and the health queries built on them. The
+//! validated writes on top are in `catalog_writes`.
 
 use std::collections::BTreeMap;
 
@@ -8,14 +8,9 @@ use rand::Rng;
 use serde::Deserialize;
 use time::OffsetDateTime;
 
-use super::{NodeKey, State, Store};
-use crate::model::acl::{self, Authorizer, Level, Resource};
-use crate::model::service::{
-    self, CatalogRegistration, HealthCheck, Node, NodeService, RegisterContext, Registration,
-    ServiceDefinition,
-};
+use super::{NodeKey, State};
+use crate::model::service::{self, HealthCheck, Node, NodeService, Registration};
 use crate::state::config::SimConfig;
-use crate::state::error::StateError;
 
 /// A status change for one check (control API and the agent's check endpoints).
 #[derive(Debug, Clone, Deserialize)]
@@ -141,12 +136,12 @@ impl State {
         (index, out)
     }
 
-    fn bump_service(&mut self, name: &str, index: u64) {
+    pub(super) fn bump_service(&mut self, name: &str, index: u64) {
         self.catalog_index = self.catalog_index.max(index);
         self.service_index.insert(name.to_owned(), index);
     }
 
-    fn put_service(&mut self, node: &str, mut svc: NodeService, index: u64) {
+    pub(super) fn put_service(&mut self, node: &str, mut svc: NodeService, index: u64) {
         let key = (node.to_owned(), svc.id.clone());
         if let Some(old) = self.services.get(&key) {
             if old.is_same(&svc) {
@@ -189,7 +184,7 @@ impl State {
         self.checks.insert(key, check);
     }
 
-    fn remove_service(&mut self, key: &NodeKey, index: u64) -> Option<NodeService> {
+    pub(super) fn remove_service(&mut self, key: &NodeKey, index: u64) -> Option<NodeService> {
         let svc = self.services.remove(key)?;
         self.checks
             .retain(|(n, _), c| !(n == &key.0 && c.service_id == key.1));
@@ -199,7 +194,7 @@ impl State {
         Some(svc)
     }
 
-    fn apply_registration(
+    pub(super) fn apply_registration(
         &mut self,
         node: &str,
         reg: Registration,
@@ -225,179 +220,6 @@ impl State {
         for check in reg.checks {
             self.put_check(check, index);
         }
-    }
-}
-
-impl Store {
-    /// Registers with the local agent; `authz` (when given) must grant what the registration
-    /// needs (sidecar permissions checked with the sidecar's own token when it has one).
-    pub(crate) fn register_local_with(
-        &self,
-        def: ServiceDefinition,
-        replace_checks: bool,
-        authz: Option<&Authorizer>,
-    ) -> Result<(), StateError> {
-        let node = self.cfg.node_name.clone();
-        self.write(|st| {
-            let index = st.next_index();
-            let existing: Vec<&NodeService> = st.services_on(&node);
-            let existing_checks: Vec<&HealthCheck> = st
-                .checks
-                .iter()
-                .filter(|((n, _), _)| *n == node)
-                .map(|(_, c)| c)
-                .collect();
-            let ctx = RegisterContext {
-                existing_checks: &existing_checks,
-                ..RegisterContext::new(&node, &existing, index)
-            };
-            let reg = service::expand_registration(def, &ctx).map_err(StateError::from)?;
-            if let Some(authz) = authz {
-                for need in &reg.acl {
-                    let who = match &need.token {
-                        Some(secret) => acl::resolve(&self.cfg.acl, &st.tokens, Some(secret))
-                            .map_err(|e| StateError::Rpc(e.to_string()))?,
-                        None => authz.clone(),
-                    };
-                    who.require(Resource::Service, &need.service, Level::Write)
-                        .map_err(StateError::Rpc)?;
-                }
-            }
-            st.apply_registration(&node, reg, replace_checks, index);
-            Ok(())
-        })
-    }
-
-    /// Registers with the local agent without ACL checks (control handle).
-    pub(crate) fn register_local(&self, def: ServiceDefinition) -> Result<(), StateError> {
-        self.register_local_with(def, false, None)
-    }
-
-    /// Deregisters a local service and the sidecar registered with it; Consul's 404 otherwise.
-    pub(crate) fn deregister_local_with(
-        &self,
-        id: &str,
-        authz: Option<&Authorizer>,
-    ) -> Result<(), StateError> {
-        let node = self.cfg.node_name.clone();
-        self.write(|st| {
-            let key = (node.clone(), id.to_owned());
-            let Some(svc) = st.services.get(&key) else {
-                return Err(StateError::NotFound(format!(
-                    "Unknown service ID {id:?}. Ensure that the service ID is passed, not the service name."
-                )));
-            };
-            if let Some(a) = authz {
-                a.require(Resource::Service, &svc.service, Level::Write).map_err(StateError::Rpc)?;
-            }
-            let index = st.next_index();
-            st.remove_service(&key, index);
-            let sidecars: Vec<NodeKey> = st
-                .services
-                .iter()
-                .filter(|((n, _), s)| *n == node && s.locally_registered_as_sidecar && s.proxy.destination_service_id == id)
-                .map(|(k, _)| k.clone())
-                .collect();
-            for k in sidecars {
-                st.remove_service(&k, index);
-            }
-            Ok(())
-        })
-    }
-
-    /// Deregisters without ACL checks (control handle).
-    pub(crate) fn deregister_local(&self, id: &str) -> Result<(), StateError> {
-        self.deregister_local_with(id, None)
-    }
-
-    /// Applies a catalog registration (node, service, checks) on any node.
-    pub(crate) fn catalog_register(&self, reg: CatalogRegistration) {
-        self.write(|st| {
-            let index = st.next_index();
-            let name = reg.node.name.clone();
-            let node_changed = st.nodes.get(&name).is_none_or(|old| {
-                !reg.skip_node_update
-                    && (old.address != reg.node.address
-                        || old.meta != reg.node.meta
-                        || old.tagged_addresses != reg.node.tagged_addresses)
-            });
-            if node_changed {
-                let mut node = reg.node;
-                node.create_index = st.nodes.get(&name).map_or(index, |o| o.create_index);
-                node.modify_index = index;
-                st.nodes.insert(name.clone(), node);
-            }
-            if let Some(svc) = reg.service {
-                st.put_service(&name, svc, index);
-            }
-            for check in reg.checks {
-                st.put_check(check, index);
-            }
-        });
-    }
-
-    /// Removes a node (no service/check given), one service, or one check from the catalog.
-    pub(crate) fn catalog_deregister(
-        &self,
-        node: &str,
-        service_id: Option<&str>,
-        check_id: Option<&str>,
-    ) -> Result<(), StateError> {
-        self.write(|st| {
-            let index = st.next_index();
-            match (service_id, check_id) {
-                (Some(id), _) => {
-                    st.remove_service(&(node.to_owned(), id.to_owned()), index);
-                }
-                (None, Some(cid)) => {
-                    if let Some(c) = st.checks.remove(&(node.to_owned(), cid.to_owned())) {
-                        st.bump_service(&c.service_name, index);
-                    }
-                }
-                (None, None) => {
-                    let keys: Vec<NodeKey> = st
-                        .services
-                        .keys()
-                        .filter(|(n, _)| n == node)
-                        .cloned()
-                        .collect();
-                    for k in keys {
-                        st.remove_service(&k, index);
-                    }
-                    st.checks.retain(|(n, _), _| n != node);
-                    st.nodes.remove(node);
-                }
-            }
-            Ok(())
-        })
-    }
-
-    /// Sets a check's status (and output). Consul's texts for unknown checks and bad statuses.
-    pub(crate) fn update_check(&self, u: CheckUpdate) -> Result<(), StateError> {
-        if !service::valid_status(&u.status) {
-            return Err(StateError::Invalid(format!(
-                "Invalid check status: {:?}",
-                u.status
-            )));
-        }
-        let node = u.node.clone().unwrap_or_else(|| self.cfg.node_name.clone());
-        self.write(|st| {
-            let key = (node.clone(), u.check_id.clone());
-            let Some(old) = st.checks.get(&key).cloned() else {
-                return Err(StateError::NotFound(format!("Unknown check ID {:?}. Ensure that the check ID is passed, not the check name.", u.check_id)));
-            };
-            if old.ttl.is_some() {
-                st.ttl_touched.insert(key, OffsetDateTime::now_utc());
-            }
-            let mut check = old;
-            check.status = u.status;
-            if let Some(out) = u.output {
-                check.output = out;
-            }
-            let index = st.next_index();
-            st.put_check(check, index);
-            Ok(())
-        })
     }
 }
 
