@@ -5,51 +5,25 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::go::duration::GoDuration;
+use crate::go::duration::{DurationError, GoDuration, parse_nanos};
 
 pub(crate) use crate::go::gotext::go_quote;
 
-/// The error Go's `time.ParseDuration` returns for `input` (call only when parsing failed).
+/// The error Go's `time.ParseDuration` returns for `input` (call only when parsing failed): the
+/// workspace's one parser decides which, the texts quote with `%q` as these bodies do.
 pub(crate) fn go_duration_error(input: &str) -> String {
-    let invalid = || format!("time: invalid duration {}", go_quote(input));
-    let mut s = input.strip_prefix(['-', '+']).unwrap_or(input);
-    if s.is_empty() {
-        return invalid();
+    match parse_nanos(input) {
+        Err(DurationError::MissingUnit(_)) => {
+            format!("time: missing unit in duration {}", go_quote(input))
+        }
+        Err(DurationError::UnknownUnit { unit, .. }) => format!(
+            "time: unknown unit {} in duration {}",
+            go_quote(&unit),
+            go_quote(input)
+        ),
+        // Out of range, or not a duration at all.
+        _ => format!("time: invalid duration {}", go_quote(input)),
     }
-    while !s.is_empty() {
-        let starts_ok = s.starts_with(|c: char| c == '.' || c.is_ascii_digit());
-        if !starts_ok {
-            return invalid();
-        }
-        let int_len = s.bytes().take_while(u8::is_ascii_digit).count();
-        s = &s[int_len..];
-        let mut frac_len = 0;
-        if let Some(rest) = s.strip_prefix('.') {
-            frac_len = rest.bytes().take_while(u8::is_ascii_digit).count();
-            s = &rest[frac_len..];
-        }
-        if int_len == 0 && frac_len == 0 {
-            return invalid();
-        }
-        let unit_len = s
-            .char_indices()
-            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-            .map_or(s.len(), |(i, _)| i);
-        if unit_len == 0 {
-            return format!("time: missing unit in duration {}", go_quote(input));
-        }
-        let unit = &s[..unit_len];
-        if !matches!(unit, "ns" | "us" | "µs" | "μs" | "ms" | "s" | "m" | "h") {
-            return format!(
-                "time: unknown unit {} in duration {}",
-                go_quote(unit),
-                go_quote(input)
-            );
-        }
-        s = &s[unit_len..];
-    }
-    // Syntactically fine, so it failed on overflow, which Go also reports as invalid.
-    invalid()
 }
 
 /// Go's name for the dynamic type of a value decoded from JSON into `interface{}`.
