@@ -20,6 +20,7 @@ pub mod cli;
 pub mod dataplane;
 pub mod knobs;
 pub mod metrics;
+pub mod normalize;
 pub mod proxy;
 pub mod redirect;
 #[cfg(feature = "sabotage")]

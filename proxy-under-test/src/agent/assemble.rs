@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::types::{AgentService, CompiledChain, HealthEntry};
 use crate::authz::{DefaultPolicy, IntentionSet};
 use crate::knobs::{Knobs, Protocol};
+use crate::normalize::PathNormalization;
 use crate::snapshot::{Bind, Endpoint, Snapshot, Target, Upstream};
 use crate::tls::{Leaf, TrustRoots};
 
@@ -310,6 +311,7 @@ impl State {
             knobs,
             upstreams,
             transparent: transparent::transparent(proxy),
+            path_normalization: PathNormalization::default(),
             #[cfg(feature = "sabotage")]
             sabotage: self.sabotage.clone(),
         })
