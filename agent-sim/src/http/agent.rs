@@ -21,6 +21,7 @@ use crate::model::acl::{Level, Resource};
 use crate::model::service::{self, NodeService};
 use crate::state::blocking::wait_for;
 use crate::state::control::Control;
+use crate::state::queries;
 use crate::state::store::{CheckUpdate, State as StoreState};
 
 pub(crate) fn routes() -> Router<Control> {
@@ -77,7 +78,7 @@ async fn service(
         authz
             .require(Resource::Service, &svc.service, Level::Read)
             .map_err(ApiError::from_text)?;
-        let svc = crate::state::queries::merged(st, svc);
+        let svc = queries::merged(st, svc);
         Ok((
             service::content_hash(&svc, &dc),
             service::agent_service_json(&svc, &dc),
@@ -120,7 +121,7 @@ async fn services(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiErr
             .services_on(&node)
             .into_iter()
             .filter(|s| authz.allows(Resource::Service, &s.service, Level::Read))
-            .map(|s| crate::state::queries::merged(st, s))
+            .map(|s| queries::merged(st, s))
             .collect();
         service::agent_services_json(&visible, &dc)
     });

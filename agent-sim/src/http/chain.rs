@@ -15,6 +15,7 @@ use super::serve::{ReadSpec, server_read};
 use crate::model::acl::{Level, Resource};
 use crate::model::chain::{self, ChainRequest};
 use crate::state::control::Control;
+use crate::state::queries;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
@@ -94,8 +95,8 @@ async fn serve(
         req.virtual_ips = st
             .virtual_ip(&service)
             .map(|ip| (vec![ip.to_string()], Vec::new()));
-        let compiled = chain::compile(&crate::state::queries::chain_entries(&st.config), &req)
-            .map_err(ApiError::from)?;
+        let compiled =
+            chain::compile(&queries::chain_entries(&st.config), &req).map_err(ApiError::from)?;
         let body =
             serde_json::to_value(&compiled).map_err(|e| ApiError::from_text(e.to_string()))?;
         Ok((st.config.max_index(), body))

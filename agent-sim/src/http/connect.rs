@@ -20,6 +20,7 @@ use crate::go::decode::{KeySchema, decode_body};
 use crate::model::acl::{Level, Resource};
 use crate::model::intention;
 use crate::state::control::Control;
+use crate::state::queries;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
@@ -158,7 +159,7 @@ const AUTHORIZE_KEYS: KeySchema = KeySchema {
 };
 
 pub(crate) fn intention_default(c: &Control) -> intention::DefaultPolicy {
-    crate::state::queries::default_policy(&c.store)
+    queries::default_policy(&c.store)
 }
 
 async fn authorize(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {

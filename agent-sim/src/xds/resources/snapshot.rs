@@ -13,6 +13,7 @@ use crate::go::duration::GoDuration;
 use crate::model::chain::{self, ChainRequest, CompiledChain};
 use crate::model::intention::Intention;
 use crate::model::service::{self, HEALTH_CRITICAL, HEALTH_PASSING, HEALTH_WARNING, ServiceKind};
+use crate::state::queries;
 use crate::state::store::{State, Store};
 
 /// Everything the builders need for one sidecar.
@@ -107,7 +108,7 @@ pub(crate) fn proxy_service(
         if svc.kind != ServiceKind::ConnectProxy {
             return Err(BuildError::NotAProxy(proxy_id.to_owned()));
         }
-        Ok(Some(crate::state::queries::merged(st, svc)))
+        Ok(Some(queries::merged(st, svc)))
     })
 }
 
@@ -157,8 +158,8 @@ pub(crate) fn build(
         .filter_map(|r| r["RootCert"].as_str())
         .map(ensure_newline)
         .collect();
-    let default_allow = crate::state::queries::default_policy(store).allows_by_default();
-    let entries = crate::state::queries::chain_entries(&st.config);
+    let default_allow = queries::default_policy(store).allows_by_default();
+    let entries = queries::chain_entries(&st.config);
     let transparent = (svc.proxy.mode == "transparent").then_some(Transparent {
         outbound_port: match svc.proxy.transparent_proxy.outbound_listener_port {
             0 => 15001,
@@ -167,7 +168,7 @@ pub(crate) fn build(
     });
     let mut wanted: Vec<service::Upstream> = svc.proxy.upstreams.clone();
     if transparent.is_some() {
-        for name in crate::state::queries::intention_upstreams(st, &dest, default_allow) {
+        for name in queries::intention_upstreams(st, &dest, default_allow) {
             if !wanted.iter().any(|u| u.destination_name == name) {
                 wanted.push(service::Upstream {
                     destination_name: name,
