@@ -91,7 +91,7 @@ pub enum StateError {
     #[error("{NO_SERVERS}")]
     NoServers,
     /// A server call failed with this text; like Consul's HTTP layer, its words decide the
-    /// status ([`rpc_status`]).
+    /// status (403 for ACL texts, 429 for the rate limit, otherwise 500).
     #[error("{0}")]
     Rpc(String),
     /// Anything else (500).

@@ -19,7 +19,7 @@ pub enum PlayError {
     /// A step names an instance that was never set up.
     #[error("unknown instance {0:?}")]
     UnknownInstance(String),
-    /// An upstream or instance has no port in [`Ports`].
+    /// An upstream or instance has no port in [`Ports`](super::Ports).
     #[error("no port was picked for {0}")]
     NoPort(String),
     /// `add-upstream` names an upstream that is not in the setup.

@@ -10,7 +10,7 @@ use crate::state::control::Control;
 
 impl Play {
     /// The `db` registration (as `PUT /v1/agent/service/register` takes it) with its sidecar:
-    /// transparent mode, unix sockets and addresses as the setup and [`Ports`] say.
+    /// transparent mode, unix sockets and addresses as the setup and [`Ports`](super::Ports) say.
     pub fn registration(&self) -> Result<Value, PlayError> {
         let mut config: Map<String, Value> = self.knobs.clone().into_iter().collect();
         config.extend(self.setup.proxy_config.clone());
