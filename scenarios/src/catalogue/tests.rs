@@ -87,6 +87,7 @@ fn profile_name(p: Profile) -> &'static str {
         Profile::L7 => "l7",
         Profile::Extended => "extended",
         Profile::Transparent => "transparent",
+        Profile::L7Traffic => "l7-traffic",
     }
 }
 
