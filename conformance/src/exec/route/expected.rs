@@ -1,19 +1,23 @@
 //! What a correct proxy shows, in words, for the `l7-traffic` checks.
 
-use scenarios::{BurstCheck, RequestCheck, SpreadCheck};
+use scenarios::{AppProtocol, BurstCheck, RequestCheck, SpreadCheck};
 
 /// A `request` check in words.
 pub(in crate::exec) fn request(c: &RequestCheck) -> String {
+    let how = match &c.conn {
+        Some(n) => format!("on connection {n}"),
+        None => format!("{:?}", c.protocol).to_lowercase(),
+    };
+    let default = if c.protocol == AppProtocol::Grpc && c.conn.is_none() {
+        "POST"
+    } else {
+        "GET"
+    };
     let mut t = format!(
-        "{} {} through upstream {} ({:?}{}) answers {}",
-        c.method.as_deref().unwrap_or("GET"),
+        "{} {} through upstream {} ({how}) answers {}",
+        c.method.as_deref().unwrap_or(default),
         c.path,
         c.upstream,
-        c.protocol,
-        c.conn
-            .as_deref()
-            .map(|n| format!(" on {n}"))
-            .unwrap_or_default(),
         c.status
     );
     if let Some(g) = c.grpc_status {
