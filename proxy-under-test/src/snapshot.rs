@@ -41,9 +41,9 @@ pub struct Snapshot {
     pub upstreams: Vec<Upstream>,
     /// Transparent mode (`Proxy.Mode = "transparent"`): the outbound listener; `None` otherwise.
     pub transparent: Option<Transparent>,
-    /// Test-only broken behaviours the data plane applies.
-    #[cfg(feature = "sabotage")]
-    pub sabotage: crate::sabotage::Hooks,
+    /// What the data plane's hooks do at each decision point (nothing in the default build; see
+    /// [`seam`](crate::seam)).
+    pub hooks: crate::seam::Hooks,
 }
 
 /// Transparent mode: one outbound listener receiving the application's redirected TCP.

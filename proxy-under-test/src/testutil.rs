@@ -248,8 +248,7 @@ pub(crate) fn snapshot(
         knobs,
         upstreams,
         transparent: None,
-        #[cfg(feature = "sabotage")]
-        sabotage: Default::default(),
+        hooks: Default::default(),
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::types::{AgentService, CompiledChain, HealthEntry};
 use crate::authz::{DefaultPolicy, IntentionSet};
 use crate::knobs::{Knobs, Protocol};
+use crate::seam::Hooks;
 use crate::snapshot::{Bind, Endpoint, Snapshot, Target, Upstream};
 use crate::tls::{Leaf, TrustRoots};
 
@@ -68,8 +69,8 @@ pub(crate) struct State {
     pub(crate) policy: Option<DefaultPolicy>,
     pub(crate) chains: BTreeMap<ChainKey, CompiledChain>,
     pub(crate) health: BTreeMap<HealthKey, Vec<HealthEntry>>,
-    #[cfg(feature = "sabotage")]
-    pub(crate) sabotage: crate::sabotage::Hooks,
+    /// The hooks every snapshot carries (and the control plane asks while assembling).
+    pub(crate) hooks: Hooks,
 }
 
 /// Parses a Go duration string such as `5s`, `1m30s`, `250ms`, `1.5s`.
@@ -252,8 +253,7 @@ impl State {
         }
         let knobs = Knobs::from_config(&proxy.config);
         let local_app = sockets::local_app(proxy);
-        #[cfg(feature = "sabotage")]
-        let local_app = self.sabotage.local_app(local_app, proxy);
+        let local_app = self.hooks.local_app(local_app, proxy);
         let upstreams = upstream_specs(svc)
             .into_iter()
             .map(|spec| {
@@ -272,8 +272,7 @@ impl State {
                             .get(&t.health_key(&svc.datacenter))
                             .map(|e| endpoints(e))
                             .unwrap_or_default();
-                        #[cfg(feature = "sabotage")]
-                        let eps = self.sabotage.endpoints(eps);
+                        let eps = self.hooks.endpoints(eps);
                         Target {
                             id: t.id,
                             service: t.service,
@@ -310,8 +309,7 @@ impl State {
             knobs,
             upstreams,
             transparent: transparent::transparent(proxy),
-            #[cfg(feature = "sabotage")]
-            sabotage: self.sabotage.clone(),
+            hooks: self.hooks.clone(),
         })
     }
 }

@@ -27,6 +27,7 @@ use self::app::{AppClient, AppError};
 use super::Shared;
 use super::inbound::{Peer, log_end, supervise};
 use crate::authz::RequestInfo;
+use crate::seam::PerConnection;
 use crate::snapshot::Snapshot;
 
 pub(crate) type Body = BoxBody<Bytes, hyper::Error>;
@@ -38,8 +39,8 @@ struct Forwarder {
     shared: Arc<Shared>,
     peer: Peer,
     app: AppClient,
-    #[cfg(feature = "sabotage")]
-    first_decision: std::sync::OnceLock<crate::authz::Decision>,
+    /// What the request hooks keep for this connection.
+    hooks: PerConnection,
 }
 
 impl Forwarder {
@@ -63,8 +64,7 @@ impl Forwarder {
             snap.intentions
                 .authorize_l7(&self.peer.id, &info, snap.default_policy)
         };
-        #[cfg(feature = "sabotage")]
-        let decision = snap.sabotage.per_connection(&self.first_decision, decision);
+        let decision = snap.hooks.request_decision(&self.hooks, decision);
         self.shared.metrics.decision(decision.allowed);
         if !decision.allowed {
             tracing::info!(
@@ -100,14 +100,9 @@ impl Forwarder {
     }
 }
 
-/// A response body as it is passed on (trailers included, unless sabotaged).
+/// A response body as it is passed on (trailers included).
 pub(crate) fn response_body(snap: &Snapshot, body: Incoming) -> Body {
-    let body = body.boxed();
-    #[cfg(feature = "sabotage")]
-    let body = snap.sabotage.response_body(body);
-    #[cfg(not(feature = "sabotage"))]
-    let _ = snap;
-    body
+    snap.hooks.response_body(body.boxed())
 }
 
 pub(crate) async fn serve(
@@ -120,8 +115,7 @@ pub(crate) async fn serve(
         shared: shared.clone(),
         peer: peer.clone(),
         app: AppClient::default(),
-        #[cfg(feature = "sabotage")]
-        first_decision: std::sync::OnceLock::new(),
+        hooks: PerConnection::default(),
     });
     let svc = service_fn(move |req| {
         let fwd = fwd.clone();
