@@ -16,9 +16,10 @@
 //! Modules: [`cli`] (the command line and its entry point), [`proxy`] (control plane and data
 //! plane wired together), [`agent`] (the control plane: agent client, watches, snapshot
 //! assembly), [`snapshot`] (the immutable configuration), [`dataplane`] (listeners, inbound,
-//! upstreams, transparent mode), [`authz`] (intentions), [`tls`] and [`spiffe`] (certificates
-//! and identities), [`knobs`], [`metrics`], [`redirect`]. [`seam`] holds the hooks the core calls
-//! at each point a test build may alter: no-ops here; with the test-only cargo feature
+//! upstreams, transparent mode), [`normalize`] (HTTP request paths, as Envoy normalizes them),
+//! [`authz`] (intentions), [`tls`] and [`spiffe`] (certificates and identities), [`knobs`],
+//! [`metrics`], [`redirect`]. [`seam`] holds the hooks the core calls at each point a test
+//! build may alter: zero-sized no-ops in the default build; with the test-only cargo feature
 //! `sabotage`, the seam is the `sabotage` module's, which applies `--sabotage NAME`. The three
 //! declarations choosing between them below, and the default build's guard test, are the only
 //! places outside `sabotage` that name the feature.
@@ -30,6 +31,7 @@ pub mod cli;
 pub mod dataplane;
 pub mod knobs;
 pub mod metrics;
+pub mod normalize;
 pub mod proxy;
 pub mod redirect;
 #[cfg(feature = "sabotage")]

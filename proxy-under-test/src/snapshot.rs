@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::authz::{DefaultPolicy, IntentionSet};
 use crate::knobs::{Knobs, Protocol};
+use crate::normalize::PathNormalization;
 use crate::tls::{Leaf, TrustRoots};
 
 /// One complete, consistent view of the proxy's configuration and security state.
@@ -41,6 +42,9 @@ pub struct Snapshot {
     pub upstreams: Vec<Upstream>,
     /// Transparent mode (`Proxy.Mode = "transparent"`): the outbound listener; `None` otherwise.
     pub transparent: Option<Transparent>,
+    /// How inbound HTTP request paths are normalized before authorization (Consul's defaults,
+    /// as with no `mesh` config entry).
+    pub path_normalization: PathNormalization,
     /// What the data plane's hooks do at each decision point (nothing in the default build; see
     /// [`seam`](crate::seam)).
     pub hooks: crate::seam::Hooks,

@@ -248,6 +248,7 @@ pub(crate) fn snapshot(
         knobs,
         upstreams,
         transparent: None,
+        path_normalization: Default::default(),
         hooks: Default::default(),
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::types::{AgentService, CompiledChain, HealthEntry};
 use crate::authz::{DefaultPolicy, IntentionSet};
 use crate::knobs::{Knobs, Protocol};
+use crate::normalize::PathNormalization;
 use crate::seam::Hooks;
 use crate::snapshot::{Bind, Endpoint, Snapshot, Target, Upstream};
 use crate::tls::{Leaf, TrustRoots};
@@ -309,6 +310,7 @@ impl State {
             knobs,
             upstreams,
             transparent: transparent::transparent(proxy),
+            path_normalization: PathNormalization::default(),
             hooks: self.hooks.clone(),
         })
     }

@@ -1,6 +1,7 @@
 //! L7 inbound over the terminated mTLS stream: HTTP/1.1 for `http`, HTTP/2 (ALPN `h2`, or
 //! HTTP/1.1, told apart by the connection preface) for `http2` and `grpc`. Every request (every
-//! HTTP/2 stream) is authorized on its own against the newest snapshot's intentions, so a change
+//! HTTP/2 stream) has its path normalized as Envoy does (`crate::normalize`), then is authorized
+//! on its own against the newest snapshot's intentions, so a change
 //! applies to the next request or stream on a connection that is already open; refused ones get
 //! Envoy's RBAC answer (403 `RBAC: access denied`, or `grpc-status: 7` for gRPC calls), allowed
 //! ones go to the local application ([`app`]: HTTP/1.1, or h2c for `http2`/`grpc`). Bodies,
@@ -14,7 +15,8 @@ pub(crate) mod reply;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::uri::PathAndQuery;
+use http::{HeaderValue, Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
 use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
@@ -27,6 +29,7 @@ use self::app::{AppClient, AppError};
 use super::Shared;
 use super::inbound::{Peer, log_end, supervise};
 use crate::authz::RequestInfo;
+use crate::normalize::PathAction;
 use crate::seam::PerConnection;
 use crate::snapshot::Snapshot;
 
@@ -55,6 +58,9 @@ impl Forwarder {
                 "no configuration",
             ));
         };
+        if let Some(answer) = normalize(&snap, grpc, &mut req) {
+            return Ok(answer);
+        }
         let decision = {
             let info = RequestInfo {
                 method: req.method().as_str(),
@@ -96,6 +102,40 @@ impl Forwarder {
                     "upstream connect error",
                 ))
             }
+        }
+    }
+}
+
+/// Normalizes the request's path as Envoy's connection manager does before any filter sees it
+/// ([`crate::normalize`]), so authorization and the application see the same, normalized path;
+/// a path Envoy refuses is answered here (400, or 307 to the unescaped path).
+fn normalize(snap: &Snapshot, grpc: bool, req: &mut Request<Incoming>) -> Option<Response<Body>> {
+    let raw = req.uri().path_and_query()?.as_str();
+    match snap.path_normalization.apply(raw) {
+        PathAction::Forward(path) if path == raw => None,
+        PathAction::Forward(path) => {
+            tracing::debug!(raw, normalized = %path, "request path normalized");
+            let mut parts = req.uri().clone().into_parts();
+            match path.parse::<PathAndQuery>() {
+                Ok(pq) => parts.path_and_query = Some(pq),
+                Err(_) => return Some(reply::local(grpc, StatusCode::BAD_REQUEST, "")),
+            }
+            match Uri::from_parts(parts) {
+                Ok(uri) => {
+                    *req.uri_mut() = uri;
+                    None
+                }
+                Err(_) => Some(reply::local(grpc, StatusCode::BAD_REQUEST, "")),
+            }
+        }
+        PathAction::Redirect(path) => Some(reply::redirect(&path)),
+        PathAction::Reject(why) => {
+            tracing::info!(
+                path = raw,
+                reason = why,
+                "HTTP request refused: path normalization failed"
+            );
+            Some(reply::local(grpc, StatusCode::BAD_REQUEST, ""))
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Listeners (`agent/xds/listeners.go`): the public listener `public_listener:<addr>:<port>`
-//! (mTLS; L4: network RBAC then `tcp_proxy` to `local_app`; HTTP: connection manager with the
-//! HTTP RBAC filter, the router and client-cert forwarding) and one outbound listener per
+//! (mTLS; L4: network RBAC then `tcp_proxy` to `local_app`; HTTP: connection manager that
+//! normalizes paths, with the HTTP RBAC filter, the router and client-cert forwarding) and one outbound listener per
 //! upstream (`<id>:<addr>:<port>`, `tcp_proxy`, or HCM + RDS for an HTTP chain).
 
 use envoy_types::pb::envoy::config::core::v3::{CidrRange, Http2ProtocolOptions, TrafficDirection};
@@ -56,6 +56,10 @@ pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
                 ..Default::default()
             }),
             http2_protocol_options: http2(&snap.protocol),
+            // `setNormalizationOptions` (Consul 1.20.1+, CVE-2024-10005): with no `mesh` entry
+            // saying otherwise, the inbound HCM normalizes paths (RFC 3986, `\` to `/`,
+            // unreserved %-escapes decoded) before the RBAC filter sees them.
+            normalize_path: Some(BoolValue { value: true }),
             ..Default::default()
         };
         let alpn: &[&str] = if http2(&snap.protocol).is_some() {

@@ -21,7 +21,7 @@ use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
     DownstreamTlsContext, Secret, UpstreamTlsContext, common_tls_context::ValidationContextType,
     secret,
 };
-use envoy_types::pb::google::protobuf::Any;
+use envoy_types::pb::google::protobuf::{Any, BoolValue};
 use prost::Message;
 use serde_json::json;
 
@@ -177,6 +177,12 @@ fn http_protocol_from_service_defaults_gives_hcm_with_rbac_router_and_xfcc() {
         ["envoy.filters.http.rbac", "envoy.filters.http.router"]
     );
     assert_eq!(hcm.forward_client_cert_details, 2, "APPEND_FORWARD");
+    // Consul 1.20.1+ (`setNormalizationOptions`, no mesh entry): normalize_path on, nothing
+    // else set (merge_slashes off, escaped slashes and underscores at Envoy's defaults).
+    assert_eq!(hcm.normalize_path, Some(BoolValue { value: true }));
+    assert!(!hcm.merge_slashes);
+    assert_eq!(hcm.path_with_escaped_slashes_action, 0);
+    assert!(hcm.common_http_protocol_options.is_none());
     let x = hcm.set_current_client_cert_details.expect("xfcc");
     assert!(x.subject.is_some_and(|b| b.value) && x.cert && x.chain && x.dns && x.uri);
     let Some(RouteSpecifier::RouteConfig(rc)) = hcm.route_specifier else {

@@ -68,6 +68,16 @@ pub(crate) fn local(grpc: bool, status: StatusCode, text: &'static str) -> Respo
     resp
 }
 
+/// Envoy's answer for a path unescaped under `UNESCAPE_AND_REDIRECT`: 307 to the new path.
+pub(crate) fn redirect(location: &str) -> Response<Body> {
+    let mut resp = Response::new(empty());
+    *resp.status_mut() = StatusCode::TEMPORARY_REDIRECT;
+    if let Ok(v) = HeaderValue::from_str(location) {
+        resp.headers_mut().insert(http::header::LOCATION, v);
+    }
+    resp
+}
+
 fn empty() -> Body {
     Full::new(Bytes::new())
         .map_err(|never| match never {})

@@ -181,3 +181,70 @@ async fn l7_still_requires_client_certificates() {
         assert!(r.is_err(), "{r:?}");
     }
 }
+
+/// CVE-2024-10005's shapes: a `PathPrefix /public/secret` deny holds for every spelling of the
+/// path, and what the application receives is the normalized path; the query is untouched.
+#[tokio::test]
+async fn denied_paths_cannot_be_spelled_around_and_the_app_sees_the_normalized_path() {
+    let ca = TestCa::new("Consul CA 1");
+    let app = http_app().await;
+    let knobs = Knobs {
+        protocol: Protocol::Http,
+        ..Knobs::default()
+    };
+    let snap = snapshot(
+        &ca,
+        app,
+        vec![Intention::l7("web", "db", allow_public_only())],
+        DefaultPolicy::DENY,
+        knobs,
+        vec![],
+    );
+    let (_tx, rx) = watch::channel(Some(Arc::new(snap)));
+    let dp = DataPlane::new(rx).start().await.unwrap();
+    let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
+    let tls = connect(dp.inbound_addr(), cfg).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut send = async |path: &str| {
+        let req = Request::builder()
+            .uri(path)
+            .header("host", "db")
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        sender.ready().await.unwrap();
+        let resp = sender.send_request(req).await.unwrap();
+        let status = resp.status();
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    };
+    for raw in [
+        "/public/secret/x",
+        "/public/%73ecret/x",
+        "/public/./secret/x",
+        "/public/x/../secret/x",
+        "/public/x/%2e%2E/secret/x",
+        "/x/../public/secret",
+    ] {
+        let (s, b) = send(raw).await;
+        assert_eq!(
+            (s, b.as_str()),
+            (StatusCode::FORBIDDEN, "RBAC: access denied"),
+            "{raw}"
+        );
+    }
+    for (raw, seen) in [
+        ("/public/%7Euser", "/public/~user"),
+        ("/public/a/../b", "/public/b"),
+        ("/secret/../public/ok?q=/../x", "/public/ok"),
+        ("/public/a%2Fb", "/public/a%2Fb"),
+    ] {
+        let (s, b) = send(raw).await;
+        assert_eq!(s, StatusCode::OK, "{raw}");
+        assert!(b.starts_with(&format!("app:GET {seen} ")), "{raw}: {b}");
+    }
+    let (s, _) = send("/public/a%00b").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+}
