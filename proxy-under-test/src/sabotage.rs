@@ -3,12 +3,11 @@
 //!
 //! A [`Sabotages`] set is chosen at run time (`--sabotage NAME`, repeatable) and injected through
 //! the proxy's seam ([`seam`], which is `crate::seam` in this build): the [`Invocation`]'s set
-//! becomes the [`AgentClient`]'s [`ClientHooks`](seam::ClientHooks)
-//! ([`AgentClient::with_sabotage`] in tests); the control plane copies it into every
-//! [`Snapshot`]'s [`Hooks`] and every [`IntentionSet`]'s [`AuthzHooks`](seam::AuthzHooks); the
-//! data plane asks the snapshot's. The core only calls the seam's hooks, which do nothing in the
-//! default build (`src/seam.rs`); without the feature this module does not exist, in the library
-//! or the binary.
+//! becomes the [`AgentClient`]'s `ClientHooks` ([`AgentClient::with_sabotage`] in tests); the
+//! control plane copies it into every [`Snapshot`]'s [`Hooks`] and every [`IntentionSet`]'s
+//! `AuthzHooks`; the data plane asks the snapshot's. The core only calls the seam's hooks, which
+//! do nothing in the default build (`src/seam.rs`); without the feature this module does not
+//! exist, in the library or the binary.
 //!
 //! By job: the names and the set (here), the `--sabotage` flag (`cli`), the snapshot's hooks
 //! (`hooks`), the agent client's (`agent`), authorization (`authz`), open inbound connections

@@ -5,9 +5,9 @@
 //! `crate::seam` is `sabotage::seam` instead: the same items, doing what `--sabotage NAME` asks.
 //!
 //! Where the hooks live: [`Hooks`] in every [`Snapshot`] (the data plane asks it) and in the
-//! control plane's state; [`ClientHooks`] in the [`AgentClient`]; [`AuthzHooks`] in every
-//! [`IntentionSet`]; [`HookSet`] in the parsed command line; [`OpenConnection`] and
-//! [`PerConnection`] beside each open inbound connection.
+//! control plane's state; `ClientHooks` in the [`AgentClient`]; `AuthzHooks` in every
+//! [`IntentionSet`]; [`HookSet`] in the parsed command line; `OpenConnection` and
+//! `PerConnection` beside each open inbound connection.
 
 use std::borrow::Cow;
 use std::future::{Ready, ready};
