@@ -3,7 +3,6 @@
 
 pub mod app;
 pub mod error;
-pub(crate) mod gojson;
 pub mod meta;
 pub mod query;
 

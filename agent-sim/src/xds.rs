@@ -12,11 +12,11 @@
 //!   the stream loop that rebuilds when a store change touched the proxy's inputs, sharing one
 //!   build per proxy between its streams).
 //! - [`bootstrap`]: `consul connect envoy -bootstrap`'s JSON, shared by the CLI and the harness.
-//! - [`log`]: what every xDS stream did (requests, responses, ACKs, NACKs), for the harness.
+//! - [`log`]: what every xDS stream did (requests, responses, ACKs, NACKs), for the harness; it
+//!   is state (`crate::state::xds_log`, kept by the control handle), re-exported here.
 
 pub mod bootstrap;
 pub mod delta;
-pub mod log;
 pub mod resources;
 pub mod types;
 
@@ -24,6 +24,7 @@ mod server;
 #[cfg(test)]
 pub(crate) mod test_envoy;
 
+pub use crate::state::xds_log as log;
 pub use log::{XdsEvent, XdsLog, XdsLogEntry};
 pub use types::{Resource, Resources, TlsMode, XdsConfig};
 

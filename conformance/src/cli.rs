@@ -8,20 +8,24 @@
 //! scenarios it did not finish marked `interrupted`; the cleanup takes at most 10 s, a second
 //! signal cuts it short).
 
+mod flags;
+mod list;
 mod merge;
 mod reference;
 mod run;
+mod summary;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use self::list::list;
 pub use self::merge::{durations, merge};
 pub use self::reference::{redirect_traffic, reference_proxy};
-pub use self::run::{list, run};
+pub use self::run::run;
 use crate::error::Error;
-use crate::shard::ShardSpec;
+use crate::plan::ShardSpec;
 
 /// Exit code: a claimed profile is not a success.
 pub const EXIT_FAILED: u8 = 1;

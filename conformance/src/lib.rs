@@ -1,6 +1,23 @@
-//! The conformance runner: drives any Consul Connect proxy (a child process) through scenarios
-//! against a fresh simulated agent per scenario, probes it with mTLS clients and harness-run
-//! apps and upstream instances, and grades what it saw into a `reports::Report`.
+//! The conformance harness: drives any Consul Connect proxy (a child process or a container)
+//! through scenarios against a fresh simulated agent per scenario, probes it with mTLS clients
+//! and harness-run apps and upstream instances, and grades what it saw into a
+//! `reports::Report`.
+//!
+//! Modules, from the command line down. `tests/layers.rs` holds two rules: nothing but
+//! `runner`, `cli` and this file refers to `runner`, and `plan` refers to no part of the
+//! execution (`runner`, `world`, `exec`, `proxy`, `probe`, `netns`, `container`) nor to `cli`.
+//!
+//! - `cli`: the command line (`run`, `list`, `gate`, `merge`, `durations`, the bundled
+//!   reference proxy); builds the plan from flags, hands it to the runner, writes the reports.
+//! - `runner`: executes a plan: scenarios `jobs` at a time and `--repeat` times, each in its
+//!   own world with its own proxy, cancellation, progress, and the graded report.
+//! - `world`: one scenario's world (agent-sim, token, ports, apps, instances, xDS, pod);
+//!   `exec`: plays a scenario's steps and checks against it; `probe`, `grpc`, `tls`: the probes
+//!   and apps they use; `proxy`, `container`, `netns`: the proxy process, its container, and
+//!   the network namespaces of transparent scenarios.
+//! - `plan`: what a run plays (pure): the catalogue and selection (`plan::catalogue`), the
+//!   planned entries (`Planned`), durations, sharding, start order, the self-test's tampering.
+//! - `manifest` (what a proxy declares), `template` (command templates), `error` (`Error`).
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -12,7 +29,8 @@
 //! # }
 //! ```
 
-pub mod catalogue;
+#![forbid(unsafe_code)]
+
 pub mod cli;
 pub mod container;
 mod error;
@@ -20,10 +38,10 @@ mod exec;
 mod grpc;
 pub mod manifest;
 mod netns;
+pub mod plan;
 mod probe;
 pub mod proxy;
 pub mod runner;
-pub mod shard;
 pub mod template;
 mod tls;
 mod world;
@@ -38,8 +56,9 @@ pub use manifest::{Bounds, Manifest};
 pub fn transparent_support() -> Result<(), String> {
     netns::support().map(drop)
 }
+pub use plan::{Planned, Tamper, catalogue, shard};
 pub use proxy::{ProxyCommand, ProxyProcess};
 pub use runner::{
-    Lines, Planned, Progress, ProgressBar, RunConfig, Silent, Tamper, default_jobs, run_all,
-    run_scenario, scenario_seed, verdict_of,
+    Lines, Progress, ProgressBar, RunConfig, Silent, default_jobs, run_all, run_scenario,
+    scenario_seed, verdict_of,
 };

@@ -1,5 +1,7 @@
 //! The `conformance` binary: parses the command line and hands over to `conformance::cli`.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

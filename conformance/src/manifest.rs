@@ -2,6 +2,10 @@
 //! extra `Proxy.Config` keys. From a TOML file (`--manifest`), from flags (`--proxy-cmd`,
 //! `--features`, `--bound`), or built in for the bundled reference proxy.
 //!
+//! This file owns the [`Manifest`] itself, reading it and what the runner asks of it; its
+//! sections (`[xds]`, `[transparent]`, `[bounds]`) are in `manifest/sections.rs`, the flags
+//! that change it in `manifest/flags.rs`, and its validation in `manifest/validate.rs`.
+//!
 //! ```toml
 //! name = "my-proxy"
 //! version = "1.4.0"
@@ -39,15 +43,17 @@
 //! `../../.tools/envoy-1.40.0/envoy/_bin/envoy`) is resolved against the manifest file's
 //! directory, so a manifest works from any working directory.
 
-use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+mod flags;
+mod sections;
+mod validate;
 
-use agent_sim::xds::TlsMode;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+pub use self::sections::{Bounds, DEFAULT_PROXY_UID, DEFAULT_REDIRECT_COMMAND, Transparent, Xds};
 use crate::error::Error;
 use crate::template;
 
@@ -104,81 +110,6 @@ pub struct Manifest {
     /// against it (`None` for flags and the built-in manifest: the working directory).
     #[serde(skip)]
     pub base_dir: Option<PathBuf>,
-}
-
-/// xDS settings (feature `xds`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Xds {
-    /// How the sim's xDS server delivers the sidecar's leaf and roots (`inline` or `sds`).
-    #[serde(default)]
-    pub tls_mode: TlsMode,
-    /// Envoy's admin listener as written into the bootstrap; port 0 picks a free port per
-    /// scenario (so parallel scenarios never clash).
-    #[serde(default = "default_admin_bind")]
-    pub admin_bind: SocketAddr,
-}
-
-fn default_admin_bind() -> SocketAddr {
-    SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
-}
-
-impl Default for Xds {
-    fn default() -> Self {
-        Self {
-            tls_mode: TlsMode::default(),
-            admin_bind: default_admin_bind(),
-        }
-    }
-}
-
-/// Transparent-mode settings: the proxy's UID and the redirect command.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Transparent {
-    /// The UID (and GID) the proxy runs as; the redirect rules exempt its traffic.
-    #[serde(default = "default_uid")]
-    pub uid: u32,
-    /// The one-shot redirect step (a template; the agent's address and the token also come in
-    /// `CONSUL_HTTP_ADDR` / `CONSUL_HTTP_TOKEN`).
-    #[serde(default = "default_redirect")]
-    pub redirect_command: String,
-}
-
-/// Consul on Kubernetes runs Envoy as 5995; so do we.
-pub const DEFAULT_PROXY_UID: u32 = 5995;
-
-/// The bundled redirect step.
-pub const DEFAULT_REDIRECT_COMMAND: &str =
-    "{exe} redirect-traffic -proxy-id {proxy_id} -proxy-uid {proxy_uid}";
-
-fn default_uid() -> u32 {
-    DEFAULT_PROXY_UID
-}
-
-fn default_redirect() -> String {
-    DEFAULT_REDIRECT_COMMAND.into()
-}
-
-impl Default for Transparent {
-    fn default() -> Self {
-        Self {
-            uid: DEFAULT_PROXY_UID,
-            redirect_command: DEFAULT_REDIRECT_COMMAND.into(),
-        }
-    }
-}
-
-/// Bounds a proxy claims, in milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Bounds {
-    /// Open connections are re-authorized at least this often.
-    #[serde(default)]
-    pub reauthorize_ms: Option<u64>,
-    /// Connections are closed at this age.
-    #[serde(default)]
-    pub max_lifetime_ms: Option<u64>,
 }
 
 // === impl Manifest ===
@@ -299,17 +230,6 @@ impl Manifest {
         Ok(m)
     }
 
-    /// `--proxy-image IMAGE`: the proxy runs from this image. The bundled reference proxy's
-    /// command becomes its path inside the reference image.
-    pub fn set_image(&mut self, image: &str) -> Result<(), Error> {
-        crate::container::ImageRef::parse(image)?;
-        if self.command == REFERENCE_COMMAND {
-            self.command = REFERENCE_IMAGE_COMMAND.into();
-        }
-        self.image = Some(image.to_owned());
-        Ok(())
-    }
-
     /// The image to run the proxy from, parsed.
     pub fn image_ref(&self) -> Result<Option<crate::container::ImageRef>, Error> {
         self.image
@@ -318,36 +238,9 @@ impl Manifest {
             .transpose()
     }
 
-    /// `--features a,b` replaces the declared features.
-    pub fn set_features(&mut self, list: &str) -> Result<(), Error> {
-        self.features = list
-            .split(',')
-            .map(str::trim)
-            .filter(|f| !f.is_empty())
-            .map(str::to_owned)
-            .collect();
-        self.validate("--features")
-    }
-
     /// Whether the proxy is configured over xDS (declares [`XDS_FEATURE`]).
     pub fn is_xds(&self) -> bool {
         self.features.iter().any(|f| f == XDS_FEATURE)
-    }
-
-    /// `--proxy-cmd` replaces the command: its program path is the working directory's.
-    /// Checked by [`Manifest::validate`] once every flag is applied.
-    pub fn set_command(&mut self, command: &str) {
-        self.command = command.to_owned();
-        self.base_dir = None;
-    }
-
-    /// `--xds-tls-mode inline|sds` replaces the manifest's `xds.tls_mode`.
-    pub fn set_xds_tls_mode(&mut self, mode: &str) -> Result<(), Error> {
-        self.xds.tls_mode = mode.parse().map_err(|message| Error::Manifest {
-            origin: "--xds-tls-mode".into(),
-            message,
-        })?;
-        Ok(())
     }
 
     /// A relative program path (containing `/`) resolved against the manifest's directory;
@@ -362,33 +255,6 @@ impl Manifest {
         if program.contains('/') && path.is_relative() {
             *program = base.join(path).display().to_string();
         }
-    }
-
-    /// `--bound name=ms` sets one bound.
-    pub fn set_bound(&mut self, spec: &str) -> Result<(), Error> {
-        let bad = |message: String| Error::Manifest {
-            origin: "--bound".into(),
-            message,
-        };
-        let (name, value) = spec
-            .split_once('=')
-            .ok_or_else(|| bad(format!("expected name=milliseconds, got {spec:?}")))?;
-        let ms: u64 = value
-            .trim()
-            .trim_end_matches("ms")
-            .parse()
-            .map_err(|_| bad(format!("{name}: {value:?} is not a number of milliseconds")))?;
-        match name.trim() {
-            "reauthorize_ms" => self.bounds.reauthorize_ms = Some(ms),
-            "max_lifetime_ms" => self.bounds.max_lifetime_ms = Some(ms),
-            other => {
-                return Err(bad(format!(
-                    "unknown bound {other:?}; known: {}",
-                    BOUNDS.join(", ")
-                )));
-            }
-        }
-        Ok(())
     }
 
     /// Whether every feature of `needed` is declared; `Err` lists the missing ones.
@@ -415,72 +281,6 @@ impl Manifest {
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))
         .collect()
-    }
-
-    /// Checks every field (after flags are applied); errors name `origin`.
-    pub fn validate(&self, origin: &str) -> Result<(), Error> {
-        self.validate_except_xds(origin)?;
-        if self.is_xds() {
-            return Ok(());
-        }
-        for (field, t) in [
-            ("command", Some(self.command.clone())),
-            (
-                "token_file_args",
-                self.token_file_args.as_ref().map(|a| format!("x {a}")),
-            ),
-        ] {
-            let Some(t) = t else { continue };
-            let used = template::xds_placeholders_used(&t).map_err(|e| Error::Manifest {
-                origin: origin.to_owned(),
-                message: format!("{field}: {e}"),
-            })?;
-            if let Some(p) = used.first() {
-                return Err(Error::Manifest {
-                    origin: origin.to_owned(),
-                    message: format!(
-                        "{field}: {{{p}}} is only set for a proxy configured over xDS (declare \
-                         the `{XDS_FEATURE}` feature)"
-                    ),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    fn validate_except_xds(&self, origin: &str) -> Result<(), Error> {
-        let bad = |message: String| Error::Manifest {
-            origin: origin.to_owned(),
-            message,
-        };
-        if self.name.trim().is_empty() {
-            return Err(bad("name: must not be empty".into()));
-        }
-        template::check(&self.command).map_err(|e| bad(format!("command: {e}")))?;
-        if let Some(image) = &self.image {
-            crate::container::ImageRef::parse(image).map_err(|e| bad(format!("image: {e}")))?;
-        }
-        if let Some(a) = &self.token_file_args {
-            template::check(&format!("x {a}")).map_err(|e| bad(format!("token_file_args: {e}")))?;
-        }
-        template::check(&self.transparent.redirect_command)
-            .map_err(|e| bad(format!("transparent.redirect_command: {e}")))?;
-        if self.transparent.uid == 0 {
-            return Err(bad(
-                "transparent.uid: the proxy must not run as root (its traffic would be exempt \
-                 only by accident, and the proxy must stay unprivileged)"
-                    .into(),
-            ));
-        }
-        for f in &self.features {
-            if !FEATURES.contains(&f.as_str()) {
-                return Err(bad(format!(
-                    "features: unknown feature {f:?}; known: {}",
-                    FEATURES.join(", ")
-                )));
-            }
-        }
-        Ok(())
     }
 }
 

@@ -32,8 +32,8 @@ pub(crate) use self::xds::XdsWorld;
 use crate::error::Error;
 use crate::manifest::Manifest;
 use crate::netns::Node;
+use crate::plan::Tamper;
 use crate::proxy::{ListenAddr, ProxyCommand};
-use crate::runner::Tamper;
 use crate::template;
 
 /// Environment variables removed from the proxy's inherited environment, so the user's own

@@ -4,6 +4,12 @@
 //!
 //! The JSON schema, its versioning policy and the grading rules are documented in `SCHEMA.md`.
 //!
+//! Modules: `model` (the report's types), `grade` (verdicts, outcomes, the gate, `flaky`),
+//! `merge` (one report from a sharded run's), `json` (the canonical form), `junit`, `markdown`
+//! and `html` (the renderings, sharing the phrasing of `text` and `repeat` and the escaping of
+//! `escape`), `write` (`write_all`, the crate's only IO), `error` (`ReportError`) and, for
+//! tests, `fixture` (a graded sample report).
+//!
 //! ```
 //! use std::collections::BTreeMap;
 //! use reports::*;
@@ -37,6 +43,8 @@
 //! assert_eq!(Report::from_json(&json)?, report);
 //! # Ok::<(), ReportError>(())
 //! ```
+
+#![forbid(unsafe_code)]
 
 mod error;
 mod escape;

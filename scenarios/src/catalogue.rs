@@ -139,6 +139,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/l7/l7-path-method-header.toml"),
     ),
     (
+        "catalogue/l7/l7-path-normalization.toml",
+        include_str!("../catalogue/l7/l7-path-normalization.toml"),
+    ),
+    (
         "catalogue/extended/acl-token-file.toml",
         include_str!("../catalogue/extended/acl-token-file.toml"),
     ),

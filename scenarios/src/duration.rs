@@ -1,6 +1,7 @@
 //! Durations in scenario files: Go's `time.ParseDuration` syntax (`1.5s`, `300ms`, `1h2m`), and
-//! named timeouts (`propagation`, `stable`, ...) resolved against [`Timeouts`]. A small parser of
-//! its own so this crate needs nothing from agent-sim.
+//! named timeouts (`propagation`, `stable`, ...) resolved against [`Timeouts`]. The Go syntax is
+//! read by the workspace's one Go parser (`go-compat`, the simulator's bottom floor, a crate of its
+//! own so this crate needs nothing from agent-sim).
 
 use std::time::Duration;
 
@@ -38,115 +39,25 @@ pub enum DurationError {
     },
 }
 
-/// Go's largest duration, in nanoseconds (`1<<63 - 1`).
-const MAX_NANOS: u128 = i64::MAX as u128;
-
-/// Parses a Go duration string: an optional sign, then one or more decimal numbers, each with an
-/// optional fraction and a unit (`ns`, `us`, `µs`, `μs`, `ms`, `s`, `m`, `h`); `0` alone needs no
-/// unit. Negative values are refused.
-pub fn parse_go_duration(text: &str) -> Result<Duration, DurationError> {
-    let invalid = || DurationError::Invalid(text.to_owned());
-    let (negative, mut rest) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if rest == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if rest.is_empty() {
-        return Err(invalid());
-    }
-    let mut total: u128 = 0;
-    while !rest.is_empty() {
-        let first = rest.as_bytes()[0];
-        if !(first == b'.' || first.is_ascii_digit()) {
-            return Err(invalid());
-        }
-        let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let int_digits = &rest[..int_len];
-        rest = &rest[int_len..];
-        let mut frac_digits = "";
-        if let Some(after_dot) = rest.strip_prefix('.') {
-            let frac_len = after_dot.bytes().take_while(u8::is_ascii_digit).count();
-            frac_digits = &after_dot[..frac_len];
-            rest = &after_dot[frac_len..];
-        }
-        if int_digits.is_empty() && frac_digits.is_empty() {
-            return Err(invalid());
-        }
-        let unit_len = rest
-            .char_indices()
-            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-            .map_or(rest.len(), |(i, _)| i);
-        let unit = &rest[..unit_len];
-        rest = &rest[unit_len..];
-        if unit.is_empty() {
-            return Err(DurationError::MissingUnit(text.to_owned()));
-        }
-        let unit_nanos: u128 = match unit {
-            "ns" => 1,
-            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => {
-                return Err(DurationError::UnknownUnit {
-                    unit: unit.to_owned(),
-                    text: text.to_owned(),
-                });
-            }
-        };
-        let whole = if int_digits.is_empty() {
-            0
-        } else {
-            // More than 39 digits overflows u128; anything past 20 is out of range anyway.
-            if int_digits.trim_start_matches('0').len() > 20 {
-                return Err(invalid());
-            }
-            int_digits.parse::<u128>().map_err(|_| invalid())?
-        };
-        let mut nanos = whole.checked_mul(unit_nanos).ok_or_else(invalid)?;
-        if !frac_digits.is_empty() {
-            nanos += fraction_nanos(frac_digits, unit_nanos);
-        }
-        total = total.checked_add(nanos).ok_or_else(invalid)?;
-        if total > MAX_NANOS {
-            return Err(invalid());
+impl From<go_compat::duration::DurationError> for DurationError {
+    fn from(e: go_compat::duration::DurationError) -> Self {
+        use go_compat::duration::DurationError as Go;
+        match e {
+            Go::Invalid(text) => Self::Invalid(text),
+            Go::MissingUnit(text) => Self::MissingUnit(text),
+            Go::UnknownUnit { unit, text } => Self::UnknownUnit { unit, text },
         }
     }
-    if negative && total > 0 {
-        return Err(DurationError::Negative(text.to_owned()));
-    }
-    let secs = u64::try_from(total / 1_000_000_000).map_err(|_| invalid())?;
-    let sub = u32::try_from(total % 1_000_000_000).map_err(|_| invalid())?;
-    Ok(Duration::new(secs, sub))
 }
 
-/// The nanoseconds of a fraction, computed as Go does (digits up to the edge of `u64`, then
-/// `float64(f) * (float64(unit) / scale)`, truncated), so `0.3333333333333333333h` is 20m.
-fn fraction_nanos(digits: &str, unit_nanos: u128) -> u128 {
-    let mut x: u64 = 0;
-    let mut scale: f64 = 1.0;
-    for b in digits.bytes() {
-        if x > (i64::MAX as u64) / 10 {
-            break;
-        }
-        let y = x * 10 + u64::from(b - b'0');
-        if y > 1 << 63 {
-            break;
-        }
-        x = y;
-        scale *= 10.0;
-    }
-    #[allow(
-        clippy::cast_precision_loss,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss
-    )]
-    let nanos = (x as f64 * (unit_nanos as f64 / scale)) as u64;
-    u128::from(nanos)
+/// Parses a Go duration string with the workspace's one Go parser
+/// ([`go_compat::duration::parse_nanos`]): an optional sign, then one or more decimal numbers,
+/// each with an optional fraction and a unit (`ns`, `us`, `µs`, `μs`, `ms`, `s`, `m`, `h`); `0`
+/// alone needs no unit. Negative values are refused.
+pub fn parse_go_duration(text: &str) -> Result<Duration, DurationError> {
+    let nanos = go_compat::duration::parse_nanos(text)?;
+    let nanos = u64::try_from(nanos).map_err(|_| DurationError::Negative(text.to_owned()))?;
+    Ok(Duration::from_nanos(nanos))
 }
 
 /// Whether `name` is one of the named timeouts of [`DEFAULTS`].

@@ -2,6 +2,14 @@
 //! every catalogue scenario, loading with errors that name file, line and field, validation, and
 //! the seeded expansion of generated (property-based) scenarios. No IO beyond what the caller
 //! hands in, no sockets, no processes.
+//!
+//! Modules: `model` (the scenario's types: setup, steps, checks), `names` (the closed
+//! vocabularies files may name), `duration` and `timeouts` (Go durations, named timeouts),
+//! `parse` (TOML to a validated scenario, errors with file, line and field: `error`),
+//! `validate` (every rule a scenario must meet), `catalogue` (the embedded scenario files) and
+//! `generate` (the seeded expansion of generated scenarios).
+
+#![forbid(unsafe_code)]
 
 pub mod model;
 pub mod timeouts;

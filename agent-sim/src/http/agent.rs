@@ -15,13 +15,14 @@ use super::app::{Ctx, methods};
 use super::error::ApiError;
 use super::meta;
 use super::query::parse_wait_index;
-use crate::acl::{Level, Resource};
-use crate::blocking::wait_for;
-use crate::control::Control;
-use crate::duration::GoDuration;
-use crate::filter::{AGENT_SERVICE_FIELDS, Filter};
-use crate::service::{self, NodeService};
-use crate::store::{CheckUpdate, State as StoreState};
+use crate::go::duration::GoDuration;
+use crate::go::filter::{AGENT_SERVICE_FIELDS, Filter};
+use crate::model::acl::{Level, Resource};
+use crate::model::service::{self, NodeService};
+use crate::state::blocking::wait_for;
+use crate::state::control::Control;
+use crate::state::queries;
+use crate::state::store::{CheckUpdate, State as StoreState};
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
@@ -57,30 +58,6 @@ pub(crate) fn routes() -> Router<Control> {
         .route("/v1/agent/self", methods("OPTIONS,GET", get(agent_self)))
 }
 
-/// The config-entry view of central config, in the service model's terms.
-pub(crate) fn to_service_central(c: crate::config_entry::CentralConfig) -> service::CentralConfig {
-    c
-}
-
-/// A local service as the agent serves it: with central config merged into proxies.
-pub(crate) fn merged(st: &StoreState, svc: &NodeService) -> NodeService {
-    if svc.kind == service::ServiceKind::ConnectProxy || svc.kind.is_gateway() {
-        let dest = &svc.proxy.destination_service_name;
-        let mut central = st.config.central_config_for(dest);
-        let upstreams: Vec<String> = svc
-            .proxy
-            .upstreams
-            .iter()
-            .map(|u| u.destination_name.clone())
-            .collect();
-        central.upstream_configs =
-            st.config
-                .upstream_configs(dest, &upstreams, &svc.proxy.mesh_gateway.mode);
-        return service::merge_central_config(svc, &to_service_central(central));
-    }
-    svc.clone()
-}
-
 fn local<'a>(st: &'a StoreState, node: &str, id: &str) -> Option<&'a NodeService> {
     st.services.get(&(node.to_owned(), id.to_owned()))
 }
@@ -101,7 +78,7 @@ async fn service(
         authz
             .require(Resource::Service, &svc.service, Level::Read)
             .map_err(ApiError::from_text)?;
-        let svc = merged(st, svc);
+        let svc = queries::merged(st, svc);
         Ok((
             service::content_hash(&svc, &dc),
             service::agent_service_json(&svc, &dc),
@@ -144,7 +121,7 @@ async fn services(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiErr
             .services_on(&node)
             .into_iter()
             .filter(|s| authz.allows(Resource::Service, &s.service, Level::Read))
-            .map(|s| merged(st, s))
+            .map(|s| queries::merged(st, s))
             .collect();
         service::agent_services_json(&visible, &dc)
     });
@@ -255,12 +232,12 @@ async fn check_update(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    const KEYS: crate::decode::KeySchema = crate::decode::KeySchema {
+    const KEYS: crate::go::decode::KeySchema = crate::go::decode::KeySchema {
         canonical: &["Status", "Output"],
         opaque: &[],
         keyed: &[],
     };
-    let req: CheckUpdateBody = crate::decode::decode_body(&body, &KEYS)
+    let req: CheckUpdateBody = crate::go::decode::decode_body(&body, &KEYS)
         .map_err(|e| ApiError::bad_request(format!("Request decode failed: {e}")))?;
     if !service::valid_status(&req.status) {
         return Err(ApiError::bad_request(format!(
@@ -300,8 +277,8 @@ async fn agent_self(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiE
         .read(|st| st.nodes.get(&cfg.node_name).cloned())
         .unwrap_or_default();
     let intention_default = match c.store.intention_default() {
-        Some(crate::config::IntentionDefault::Allow) => "allow",
-        Some(crate::config::IntentionDefault::Deny) => "deny",
+        Some(crate::state::config::IntentionDefault::Allow) => "allow",
+        Some(crate::state::config::IntentionDefault::Deny) => "deny",
         None => "",
     };
     // `Config` is a Go struct (declaration order; `Partition` is omitempty and empty in CE);

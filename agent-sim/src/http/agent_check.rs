@@ -12,9 +12,9 @@ use serde_json::{Map, Value};
 use super::app::{Ctx, methods};
 use super::error::ApiError;
 use super::meta;
-use crate::acl::{Level, Resource};
-use crate::control::Control;
-use crate::service::{self, CheckDefinition, RegisterError};
+use crate::model::acl::{Level, Resource};
+use crate::model::service::{self, CheckDefinition, RegisterError};
+use crate::state::control::Control;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()

@@ -13,11 +13,11 @@ use serde_json::{Value, json};
 use super::app::{Ctx, methods};
 use super::error::ApiError;
 use super::meta;
-use crate::acl::{Level, Resource};
-use crate::control::Control;
-use crate::filter::Filter;
-use crate::service;
-use crate::store::SERVER_NODE;
+use crate::go::filter::Filter;
+use crate::model::acl::{Level, Resource};
+use crate::model::service;
+use crate::state::control::Control;
+use crate::state::store::SERVER_NODE;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()

@@ -16,9 +16,9 @@ use tokio::time::Instant;
 use super::error::ApiError;
 use super::meta;
 use super::query::{RawQuery, request_token};
-use crate::acl::{self, Authorizer};
-use crate::control::Control;
-use crate::request_log::Arrival;
+use crate::model::acl::{self, Authorizer};
+use crate::state::control::Control;
+use crate::state::request_log::Arrival;
 
 /// Builds the whole HTTP API: Consul's `/v1/` endpoints and the sim's `/_sim/` control API.
 pub fn app(control: Control) -> Router {

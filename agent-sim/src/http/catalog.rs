@@ -16,10 +16,10 @@ use super::error::ApiError;
 use super::meta;
 use super::query::QueryOpts;
 use super::serve::{ReadSpec, server_read};
-use crate::acl::{Level, Resource};
-use crate::control::Control;
-use crate::filter::{CATALOG_SERVICE_FIELDS, Filter, NODE_FIELDS};
-use crate::service;
+use crate::go::filter::{CATALOG_SERVICE_FIELDS, Filter, NODE_FIELDS};
+use crate::model::acl::{Level, Resource};
+use crate::model::service;
+use crate::state::control::Control;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()

@@ -1,24 +1,21 @@
 //! `GET|POST /v1/discovery-chain/:service`: the compiled chain for a service, with POST
 //! overrides, blocking on the config entries with wakeup suppression.
 
-use std::collections::BTreeMap;
-
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::get;
-use serde_json::Value;
 
 use super::app::{Ctx, methods};
 use super::error::ApiError;
 use super::meta;
 use super::query::QueryOpts;
 use super::serve::{ReadSpec, server_read};
-use crate::acl::{Level, Resource};
-use crate::chain::{self, ChainEntries, ChainRequest};
-use crate::config_entry::{ConfigEntries, ConfigEntry, Kind};
-use crate::control::Control;
+use crate::model::acl::{Level, Resource};
+use crate::model::chain::{self, ChainRequest};
+use crate::state::control::Control;
+use crate::state::queries;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
@@ -34,26 +31,6 @@ pub(crate) fn routes() -> Router<Control> {
 
 async fn missing() -> ApiError {
     ApiError::bad_request("Missing chain name")
-}
-
-/// The config entries the compiler reads, in their read shape.
-pub(crate) fn chain_entries(config: &ConfigEntries) -> ChainEntries {
-    let by_name = |kind: Kind| -> BTreeMap<String, Value> {
-        config
-            .list(kind)
-            .into_iter()
-            .map(|e| (e.name().to_owned(), e.to_json()))
-            .collect()
-    };
-    ChainEntries {
-        service_defaults: by_name(Kind::ServiceDefaults),
-        proxy_defaults: config
-            .get(Kind::ProxyDefaults, "global")
-            .map(ConfigEntry::to_json),
-        resolvers: by_name(Kind::ServiceResolver),
-        splitters: by_name(Kind::ServiceSplitter),
-        routers: by_name(Kind::ServiceRouter),
-    }
 }
 
 async fn get_chain(
@@ -118,7 +95,8 @@ async fn serve(
         req.virtual_ips = st
             .virtual_ip(&service)
             .map(|ip| (vec![ip.to_string()], Vec::new()));
-        let compiled = chain::compile(&chain_entries(&st.config), &req).map_err(ApiError::from)?;
+        let compiled =
+            chain::compile(&queries::chain_entries(&st.config), &req).map_err(ApiError::from)?;
         let body =
             serde_json::to_value(&compiled).map_err(|e| ApiError::from_text(e.to_string()))?;
         Ok((st.config.max_index(), body))

@@ -13,9 +13,9 @@ use super::error::ApiError;
 use super::meta;
 use super::query::QueryOpts;
 use super::serve::{ReadSpec, server_read};
-use crate::acl::{Authorizer, Level, Resource};
-use crate::config_entry::{self, ConfigError, Kind};
-use crate::control::Control;
+use crate::model::acl::{Authorizer, Level, Resource};
+use crate::model::config_entry::{self, ConfigError, Kind};
+use crate::state::control::Control;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()

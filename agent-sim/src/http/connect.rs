@@ -16,10 +16,11 @@ use super::error::ApiError;
 use super::meta::{self, CacheMeta, QueryMeta};
 use super::query::{QueryOpts, parse_wait_index, reject_enterprise};
 use super::serve::{ReadSpec, server_read};
-use crate::acl::{Level, Resource};
-use crate::control::Control;
-use crate::decode::{KeySchema, decode_body};
-use crate::intention;
+use crate::go::decode::{KeySchema, decode_body};
+use crate::model::acl::{Level, Resource};
+use crate::model::intention;
+use crate::state::control::Control;
+use crate::state::queries;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
@@ -158,21 +159,7 @@ const AUTHORIZE_KEYS: KeySchema = KeySchema {
 };
 
 pub(crate) fn intention_default(c: &Control) -> intention::DefaultPolicy {
-    default_policy(&c.store)
-}
-
-/// The intention default policy of an agent configured with `cfg` (also what the xDS RBAC
-/// builder uses).
-pub(crate) fn default_policy(store: &crate::store::Store) -> intention::DefaultPolicy {
-    let cfg = &store.cfg;
-    intention::DefaultPolicy {
-        intention_default: store.intention_default().map(|p| match p {
-            crate::config::IntentionDefault::Allow => intention::Action::Allow,
-            crate::config::IntentionDefault::Deny => intention::Action::Deny,
-        }),
-        acl_enabled: cfg.acl.enabled,
-        acl_default_allow: cfg.acl.default_policy == crate::acl::DefaultPolicy::Allow,
-    }
+    queries::default_policy(&c.store)
 }
 
 async fn authorize(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
@@ -193,7 +180,7 @@ async fn authorize(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Re
         .cfg
         .acl
         .enabled
-        .then(|| crate::spiffe::parse(&req.client_cert_uri))
+        .then(|| crate::model::spiffe::parse(&req.client_cert_uri))
     {
         None => {}
         Some(Err(_)) => {
@@ -201,7 +188,7 @@ async fn authorize(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Re
                 "ClientCertURI not a valid Connect identifier",
             ));
         }
-        Some(Ok(crate::spiffe::SpiffeId::Service { .. })) => {}
+        Some(Ok(crate::model::spiffe::SpiffeId::Service { .. })) => {}
         Some(Ok(_)) => {
             return Err(ApiError::bad_request(
                 "ClientCertURI not a valid Service identifier",
@@ -268,7 +255,7 @@ async fn ca_config_put(
     if c.store.servers_down() {
         return Err(ApiError::no_servers());
     }
-    let value = crate::decode::parse_json(&body)
+    let value = crate::go::decode::parse_json(&body)
         .map_err(|e| ApiError::bad_request(format!("Request decode failed: {e}")))?;
     let now = OffsetDateTime::now_utc();
     c.store.write(|st| {

@@ -16,11 +16,11 @@ use serde_json::{Value, json};
 
 use super::app::Ctx;
 use super::error::ApiError;
-use crate::ca::Forgery;
-use crate::control::Control;
-use crate::duration::GoDuration;
-use crate::faults::Fault;
-use crate::store::CheckUpdate;
+use crate::go::duration::GoDuration;
+use crate::model::ca::Forgery;
+use crate::state::control::Control;
+use crate::state::faults::Fault;
+use crate::state::store::CheckUpdate;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
@@ -132,8 +132,8 @@ async fn restart(State(c): State<Control>, body: Bytes) -> Result<Response, ApiE
     let policy = match req.default_intention_policy.as_deref() {
         None => c.store.intention_default(),
         Some("") => None,
-        Some("allow") => Some(crate::config::IntentionDefault::Allow),
-        Some("deny") => Some(crate::config::IntentionDefault::Deny),
+        Some("allow") => Some(crate::state::config::IntentionDefault::Allow),
+        Some("deny") => Some(crate::state::config::IntentionDefault::Deny),
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "DefaultIntentionPolicy must be \"allow\", \"deny\" or \"\", not {other:?}"
@@ -167,7 +167,7 @@ async fn rotate(State(c): State<Control>, body: Bytes) -> Result<Response, ApiEr
         (key_type, bits) => {
             let key_type = key_type.unwrap_or_else(|| "ec".into());
             let bits = bits.unwrap_or(if key_type == "rsa" { 2048 } else { 256 });
-            let Some(kind) = crate::ca::KeyKind::from_config(&key_type, bits) else {
+            let Some(kind) = crate::model::ca::KeyKind::from_config(&key_type, bits) else {
                 return Ok((
                     http::StatusCode::BAD_REQUEST,
                     format!("unsupported key {key_type:?}/{bits}: ec 256/384 or rsa 2048/4096"),
@@ -208,10 +208,10 @@ async fn roots(State(c): State<Control>) -> Response {
 }
 
 /// A name that cannot form a SPIFFE service ID is the caller's mistake: 400, not 500.
-fn bad_name(e: crate::SimError) -> ApiError {
-    use crate::ca::CaError;
+fn bad_name(e: crate::state::error::SimError) -> ApiError {
+    use crate::model::ca::CaError;
     match e {
-        crate::SimError::Ca(
+        crate::state::error::SimError::Ca(
             ca @ (CaError::EmptyService
             | CaError::InvalidSpiffeId(_)
             | CaError::WrongDatacenter { .. }),
@@ -220,7 +220,7 @@ fn bad_name(e: crate::SimError) -> ApiError {
     }
 }
 
-fn identity_json(id: &crate::ca::ClientIdentity) -> Value {
+fn identity_json(id: &crate::model::ca::ClientIdentity) -> Value {
     json!({ "URI": id.uri, "CertChainPEM": id.cert_chain_pem, "PrivateKeyPEM": id.private_key_pem })
 }
 

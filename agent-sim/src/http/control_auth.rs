@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 use super::query::{RawQuery, request_token};
-use crate::control::Control;
+use crate::state::control::Control;
 
 /// What a refused request is told (403 like Consul's ACL texts, so clients treat it as one).
 pub(crate) fn refusal(token: Option<&str>, known: bool) -> ApiError {

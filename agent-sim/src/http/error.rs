@@ -4,8 +4,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-/// The text Consul returns when no server can be reached.
-pub(crate) const NO_SERVERS: &str = "No known Consul servers";
+use crate::state::error::{NO_SERVERS, StateError, rpc_status};
 
 /// An error response of the simulated agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,14 +49,7 @@ impl ApiError {
     /// 403 for ACL texts, 429 for the rate limit, otherwise 500.
     pub fn from_text(text: impl Into<String>) -> Self {
         let text = text.into();
-        let status = if text.contains("Permission denied") || text.contains("ACL not found") {
-            StatusCode::FORBIDDEN
-        } else if text.contains("Rate limit reached, try again later") {
-            StatusCode::TOO_MANY_REQUESTS
-        } else {
-            StatusCode::INTERNAL_SERVER_ERROR
-        };
-        Self::new(status, text)
+        Self::with_status(rpc_status(&text), text)
     }
 
     /// 500 `No known Consul servers`: an RPC attempted while the servers are unreachable.
@@ -82,34 +74,44 @@ impl ApiError {
     }
 }
 
-/// Domain errors carry their HTTP status; their text is the body.
+/// A state error: Consul's status for its kind, its text as the body.
+impl From<StateError> for ApiError {
+    fn from(e: StateError) -> Self {
+        Self::with_status(e.status(), e.to_string())
+    }
+}
+
+/// Model errors carry their HTTP status through [`StateError`] (one mapping for both the HTTP
+/// API and the Rust API's `SimError::Rejected`); their text is the body.
 macro_rules! from_domain_error {
-    ($($ty:ty => $status:expr),* $(,)?) => {$(
+    ($($ty:ty),* $(,)?) => {$(
         impl From<$ty> for ApiError {
             fn from(e: $ty) -> Self {
-                let status: fn(&$ty) -> u16 = $status;
-                Self::with_status(status(&e), e.to_string())
+                StateError::from(e).into()
             }
         }
     )*};
 }
 
 from_domain_error! {
-    crate::filter::FilterError => |_| 500,
-    crate::service::RegisterError => crate::service::RegisterError::status,
-    crate::chain::ChainError => crate::chain::ChainError::status,
-    crate::ca::CaError => crate::ca::CaError::http_status,
-    crate::config_entry::ConfigError => |e| match e {
-        crate::config_entry::ConfigError::Decode(_) => 400,
-        crate::config_entry::ConfigError::NotFound { .. } => 404,
-        _ => 500,
-    },
-    crate::intention::IntentionError => |e| match e {
-        crate::intention::IntentionError::BadRequest(_) | crate::intention::IntentionError::Decode(_) => 400,
-        crate::intention::IntentionError::NotFound(_) => 404,
-        crate::intention::IntentionError::PermissionDenied => 403,
-        _ => 500,
-    },
+    crate::go::filter::FilterError,
+    crate::model::service::RegisterError,
+    crate::model::chain::ChainError,
+    crate::model::ca::CaError,
+    crate::model::config_entry::ConfigError,
+    crate::model::intention::IntentionError,
+}
+
+/// The Rust API's error, as the `/_sim/` control API answers it.
+impl From<crate::state::error::SimError> for ApiError {
+    fn from(e: crate::state::error::SimError) -> Self {
+        match e {
+            crate::state::error::SimError::Rejected { status, message } => {
+                Self::with_status(status, message)
+            }
+            other => Self::from_text(other.to_string()),
+        }
+    }
 }
 
 impl IntoResponse for ApiError {

@@ -13,10 +13,11 @@ use super::error::ApiError;
 use super::meta;
 use super::query::QueryOpts;
 use super::serve::{ReadSpec, server_read};
-use crate::acl::{Level, Resource};
-use crate::control::Control;
-use crate::filter::{Filter, HEALTH_ENTRY_FIELDS};
-use crate::service;
+use crate::go::filter::{Filter, HEALTH_ENTRY_FIELDS};
+use crate::model::acl::{Level, Resource};
+use crate::model::service;
+use crate::state::control::Control;
+use crate::state::queries;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
@@ -109,10 +110,8 @@ async fn serve(c: Control, ctx: Ctx, service: String, connect: bool) -> Result<R
                     let central = st
                         .config
                         .central_config_for(&svc.proxy.destination_service_name);
-                    let merged = service::merge_central_config(
-                        svc,
-                        &crate::http::agent::to_service_central(central),
-                    );
+                    let merged =
+                        service::merge_central_config(svc, &queries::to_service_central(central));
                     return service::health_entry_json(node, &st.with_virtual_ip(&merged), &checks);
                 }
                 service::health_entry_json(node, &st.with_virtual_ip(svc), &checks)

@@ -17,10 +17,10 @@ use super::error::ApiError;
 use super::meta::{self, Body, SharedBody};
 use super::query::QueryOpts;
 use super::serve::{ReadSpec, server_read, server_read_memo};
-use crate::acl::{Level, Resource};
-use crate::control::Control;
-use crate::filter::{Filter, INTENTION_FIELDS};
-use crate::intention;
+use crate::go::filter::{Filter, INTENTION_FIELDS};
+use crate::model::acl::{Level, Resource};
+use crate::model::intention;
+use crate::state::control::Control;
 
 mod legacy;
 

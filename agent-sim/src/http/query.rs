@@ -4,7 +4,7 @@
 use axum::http::HeaderMap;
 
 use super::error::ApiError;
-use crate::duration::GoDuration;
+use crate::go::duration::GoDuration;
 
 /// The raw query pairs in request order; bare flags (`?stale`) have an empty value.
 #[derive(Debug, Clone, Default)]
@@ -66,19 +66,7 @@ pub fn parse_go_bool(v: &str) -> Option<bool> {
     }
 }
 
-/// Where the request's token came from (reference §11: first found wins).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TokenSource {
-    /// `?token=` (deprecated).
-    Query,
-    /// `X-Consul-Token`.
-    Header,
-    /// `Authorization: Bearer`.
-    Bearer,
-    /// None given: the agent's default token or anonymous.
-    None,
-}
+pub use crate::state::request_log::TokenSource;
 
 /// The token a request carries, and where from.
 pub fn request_token(query: &RawQuery, headers: &HeaderMap) -> (Option<String>, TokenSource) {

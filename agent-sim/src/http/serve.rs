@@ -10,8 +10,8 @@ use tokio::time::Instant;
 use super::error::ApiError;
 use super::meta::{Body, BodyDigest, CacheMeta, QueryMeta, SharedBody};
 use super::query::QueryOpts;
-use crate::blocking::wait_for;
-use crate::store::{State, Store, View};
+use crate::state::blocking::wait_for;
+use crate::state::store::{State, Store, View};
 
 /// How long a blocking request waits before it learns that the cache could not refresh while the
 /// servers are unreachable (the real agent's cache retries with backoff before failing).

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::app::{Ctx, methods};
 use super::error::ApiError;
 use super::meta;
-use crate::control::Control;
+use crate::state::control::Control;
 
 /// The RPC address the simulated leader reports.
 const LEADER: &str = "127.0.0.1:8300";

@@ -37,7 +37,7 @@ use envoy_types::pb::google::protobuf::Any;
 use time::OffsetDateTime;
 
 use super::types::{self, Resource, Resources, TlsMode, XdsConfig};
-use crate::store::Store;
+use crate::state::store::Store;
 
 /// What one proxy is sent now, and when to look again even if nothing is written (the leaf's
 /// renewal point, a scheduled rotation).

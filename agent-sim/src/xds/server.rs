@@ -27,15 +27,15 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::control::Control;
-use crate::faults::FaultSet;
-use crate::xds::log::XdsEvent;
+use crate::state::control::Control;
+use crate::state::faults::FaultSet;
+use crate::state::xds_log::XdsEvent;
 pub(crate) use source::{Source, StoreSource};
 use stream::{SnapshotCache, StreamCtx};
 
 /// Binds the gRPC port.
 pub(crate) fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
-    crate::server::bind(addr)
+    crate::state::listener::bind(addr)
 }
 
 /// Serves delta ADS from the store until `shutdown` turns true.
@@ -70,7 +70,7 @@ pub(crate) async fn serve(
         faults: faults.clone(),
     });
     let conn_faults = faults.clone();
-    crate::server::accept_loop(listener, faults, shutdown, move |stream| {
+    crate::state::listener::accept_loop(listener, faults, shutdown, move |stream| {
         serve_conn(stream, ads.clone(), conn_faults.clone())
     })
     .await;

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 
 use envoy_types::pb::google::protobuf::Any;
-use serde::{Deserialize, Serialize};
 
 /// `type.googleapis.com/envoy.config.cluster.v3.Cluster`.
 pub const CLUSTER: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
@@ -22,48 +21,7 @@ pub const SECRET: &str = "type.googleapis.com/envoy.extensions.transport_sockets
 /// that name them can warm).
 pub const UPSERT_ORDER: [&str; 5] = [SECRET, CLUSTER, ENDPOINT, LISTENER, ROUTE];
 
-/// How the sidecar's own leaf and the roots reach Envoy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TlsMode {
-    /// Inline in every listener's and cluster's TLS context (Consul up to the SDS change): any
-    /// leaf or roots change rewrites the public listener, and Envoy drains its connections.
-    #[default]
-    Inline,
-    /// SDS secrets `connect-leaf` and `connect-root` referenced by name (newest Consul): a
-    /// rotation updates the secrets only.
-    Sds,
-}
-
-impl TlsMode {
-    /// The flag value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Inline => "inline",
-            Self::Sds => "sds",
-        }
-    }
-}
-
-impl std::str::FromStr for TlsMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "inline" => Ok(Self::Inline),
-            "sds" => Ok(Self::Sds),
-            other => Err(format!(
-                "unknown TLS mode {other:?} (expected inline or sds)"
-            )),
-        }
-    }
-}
-
-/// Options of the xDS server.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct XdsConfig {
-    /// Inline certificates or SDS secrets.
-    pub tls_mode: TlsMode,
-}
+pub use crate::state::config::{TlsMode, XdsConfig};
 
 /// One resource, packed, with the version Consul gives it (a hash of its bytes).
 #[derive(Debug, Clone, PartialEq)]

@@ -7,11 +7,11 @@ use std::process::ExitCode;
 
 use reports::{Report, ShardInfo};
 
-use super::run::{exit_code, summarize};
+use super::summary::{exit_code, summarize};
 use super::{DurationsArgs, MergeArgs};
 use crate::error::Error;
-use crate::runner::Planned;
-use crate::shard::{self, Durations, ShardSpec};
+use crate::plan::shard::{self, ShardSpec};
+use crate::plan::{Durations, Planned};
 
 /// Shard `spec`'s part of the selected `plan`, balanced by `durations`.
 pub(super) fn shard_plan(

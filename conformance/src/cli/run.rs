@@ -1,26 +1,27 @@
-//! `conformance run` and `conformance list`: manifest and selection from flags (and `--shard`'s
-//! slice of it), the run on a multi-threaded runtime with SIGINT/SIGTERM handling (the first
-//! signal cancels the run: running scenarios tear their worlds down, within [`CLEANUP_BOUND`]; a
-//! second signal or the bound kills every proxy group and removes every labelled container),
-//! reports written (interrupted runs too), exit code from the claimed profiles or the signal
-//! (130/143).
+//! `conformance run`: the plan from flags (selection, claimed profiles, `--durations`,
+//! `--shard`'s slice), handed with the run's configuration to the runner on a multi-threaded
+//! runtime with SIGINT/SIGTERM handling (the first signal cancels the run: running scenarios
+//! tear their worlds down, within [`CLEANUP_BOUND`]; a second signal or the bound kills every
+//! proxy group and removes every labelled container), reports written (interrupted runs too),
+//! exit code from the claimed profiles or the signal (130/143).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reports::{Outcome, Report};
-use scenarios::{Profile, Scenario, Timeouts};
+use reports::Report;
+use scenarios::Scenario;
 
-use super::{EXIT_FAILED, ListArgs, RunArgs, parse_profile};
-use crate::catalogue::{self, Selection};
+use super::RunArgs;
+use super::flags::{manifest, profiles, report_profile, scenarios, timeouts};
+use super::list::print_list;
+use super::summary::{exit_code, summarize};
 use crate::error::Error;
-use crate::manifest::Manifest;
-use crate::runner::{
-    Lines, Planned, Progress, ProgressBar, RunConfig, Signal, default_jobs, run_all,
-};
-use crate::{container, exec, proxy};
+use crate::plan::catalogue::{self, Selection};
+use crate::plan::{Durations, Planned};
+use crate::runner::{Lines, Progress, ProgressBar, RunConfig, Signal, default_jobs, run_all};
+use crate::{container, proxy};
 
 /// How long the orderly cleanup after the first SIGINT/SIGTERM may take (proxies stopped with
 /// their grace, worlds dropped) before the hard kill; well inside the usual 30 s between a CI
@@ -61,97 +62,6 @@ enum Ended {
     Cut(&'static str),
 }
 
-/// The manifest the flags describe.
-pub(crate) fn manifest(args: &RunArgs) -> Result<Manifest, Error> {
-    let mut m = match (&args.manifest, &args.proxy_cmd) {
-        (Some(path), cmd) => {
-            let bytes = std::fs::read(path)
-                .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
-            let mut m = Manifest::parse_bytes(path, &bytes)?;
-            if let Some(cmd) = cmd {
-                crate::template::check(cmd)?;
-                m.set_command(cmd);
-            }
-            m
-        }
-        (None, Some(cmd)) => Manifest::from_command(cmd)?,
-        (None, None) => Manifest::reference(),
-    };
-    if let Some(f) = &args.features {
-        m.set_features(f)?;
-    }
-    for b in &args.bound {
-        m.set_bound(b)?;
-    }
-    if let Some(mode) = &args.xds_tls_mode {
-        m.set_xds_tls_mode(mode)?;
-    }
-    if let Some(image) = &args.proxy_image {
-        m.set_image(image)?;
-    }
-    m.validate("flags")?;
-    Ok(m)
-}
-
-/// The named timeouts with `--timeout name=duration` overrides.
-pub(crate) fn timeouts(overrides: &[String]) -> Result<Timeouts, Error> {
-    let mut t = Timeouts::default();
-    for o in overrides {
-        let (name, value) = o
-            .split_once('=')
-            .ok_or_else(|| Error::Usage(format!("--timeout {o:?}: expected name=duration")))?;
-        let d = agent_sim::duration::GoDuration::parse(value.trim())
-            .map_err(|e| Error::Usage(format!("--timeout {name}: {e}")))?;
-        t.set(name.trim(), d.to_std()).map_err(Error::Usage)?;
-    }
-    Ok(t)
-}
-
-/// Every known scenario: the catalogue plus `--scenario-dir` files.
-fn scenarios(dirs: &[std::path::PathBuf]) -> Result<Vec<Scenario>, Error> {
-    let mut all = catalogue::builtin();
-    for d in dirs {
-        all.extend(catalogue::load_dir(d)?);
-    }
-    catalogue::check_unique(&all)?;
-    Ok(all)
-}
-
-fn profiles(names: &[String]) -> Result<Vec<Profile>, Error> {
-    names
-        .iter()
-        .filter(|n| !n.trim().is_empty())
-        .map(|n| parse_profile(n))
-        .collect()
-}
-
-fn print_list(plan: &[(Scenario, bool)]) {
-    for (s, skipped) in plan {
-        let p = match s.profile {
-            Profile::Core => "core",
-            Profile::L7 => "l7",
-            Profile::Extended => "extended",
-            Profile::Transparent => "transparent",
-        };
-        let skip = if *skipped { "  (skipped)" } else { "" };
-        println!("{:<34} {:<11} {}{skip}", s.id, p, s.features.join(","));
-    }
-}
-
-/// `conformance list`.
-pub fn list(args: &ListArgs) -> Result<ExitCode, Error> {
-    let sel = Selection {
-        profiles: profiles(&args.profile)?,
-        ..Selection::default()
-    };
-    let plan: Vec<(Scenario, bool)> = catalogue::select(scenarios(&args.scenario_dir)?, &sel)
-        .into_iter()
-        .map(|p| (p.scenario().clone(), false))
-        .collect();
-    print_list(&plan);
-    Ok(ExitCode::SUCCESS)
-}
-
 /// `conformance run`.
 pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     let claimed = profiles(&args.profile)?;
@@ -173,8 +83,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     }
     // `--durations` or the built-in table: read once, for the shard split and the start order.
     let durations = match &args.durations {
-        Some(path) => crate::shard::Durations::read(path)?,
-        None => crate::shard::Durations::recorded()?,
+        Some(path) => Durations::read(path)?,
+        None => Durations::recorded()?,
     };
     let (plan, shard) = match args.shard {
         Some(spec) => {
@@ -299,32 +209,6 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     Ok(exit_code(&report, &claimed))
 }
 
-/// The exit code of a graded run (or merged shards): 2 if any scenario ended `error`, else 0
-/// when every claimed profile is a success, else 1. A shard answers only for the profiles it
-/// ran scenarios of (an empty shard, or one whose share of a profile was not supported, is
-/// fine): the merged report decides the rest.
-pub(super) fn exit_code(report: &Report, claimed: &[reports::Profile]) -> ExitCode {
-    if report
-        .scenarios
-        .iter()
-        .any(|s| s.verdict == reports::Verdict::Error)
-    {
-        // The harness itself failed somewhere: the grade says nothing reliable.
-        return ExitCode::from(super::EXIT_USAGE);
-    }
-    let sharded = report.shard.is_some();
-    let ok = claimed.iter().all(|p| {
-        report.profile(*p).is_some_and(|r| {
-            r.outcome == Outcome::Success || (sharded && r.outcome == Outcome::NotRun)
-        })
-    });
-    if ok && (sharded || !claimed.is_empty()) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_FAILED)
-    }
-}
-
 /// Removes every container this process started (by label), on a fresh runtime.
 fn sweep_containers() -> usize {
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
@@ -334,115 +218,4 @@ fn sweep_containers() -> usize {
         return 0;
     };
     rt.block_on(container::remove_labelled(std::process::id()))
-}
-
-fn report_profile(p: Profile) -> reports::Profile {
-    match p {
-        Profile::Core => reports::Profile::Core,
-        Profile::L7 => reports::Profile::L7,
-        Profile::Extended => reports::Profile::Extended,
-        Profile::Transparent => reports::Profile::Transparent,
-    }
-}
-
-pub(super) fn summarize(report: &Report, claimed: &[reports::Profile]) {
-    if let Some(s) = &report.shard {
-        println!(
-            "shard {}/{}: {} of {} planned scenario(s)",
-            s.index,
-            s.count,
-            s.mine.len(),
-            s.planned.len()
-        );
-    }
-    if report.repeat > 1 {
-        let flaky = report
-            .scenarios
-            .iter()
-            .filter(|s| s.verdict == reports::Verdict::Flaky)
-            .count();
-        let allowed = if report.allow_flaky {
-            ", allowed by --allow-flaky"
-        } else {
-            ""
-        };
-        println!(
-            "repeat {}: {flaky} flaky scenario(s){allowed}",
-            report.repeat
-        );
-    }
-    println!(
-        "{} {} — seed {} — {} ms (slack on declared bounds: {} ms)",
-        report.proxy.name,
-        report.proxy.version.as_deref().unwrap_or(""),
-        report.seed,
-        report.duration_ms,
-        exec::BOUND_SLACK.as_millis()
-    );
-    for p in &report.profiles {
-        if p.counts.total == 0 && !claimed.contains(&p.profile) {
-            continue;
-        }
-        let c = p.counts;
-        println!(
-            "  {:<12} {:<9} pass {} fail {} non-strict {} skipped {} error {} not-supported {} \
-             flaky {}{}{}",
-            p.profile.as_str(),
-            p.outcome.as_str(),
-            c.pass,
-            c.fail,
-            c.non_strict,
-            c.skipped,
-            c.error,
-            c.not_supported,
-            c.flaky,
-            if c.flaky > 0 && report.allow_flaky {
-                " (allowed)"
-            } else {
-                ""
-            },
-            if claimed.contains(&p.profile) {
-                "  (claimed)"
-            } else {
-                ""
-            }
-        );
-    }
-    for s in &report.scenarios {
-        let here = s.checks.iter().find(|c| {
-            c.name == reports::ENVIRONMENT_CHECK && c.verdict == reports::Verdict::NotSupported
-        });
-        match (s.verdict, here) {
-            (reports::Verdict::NotSupported, Some(c)) => {
-                println!("  not-supported {}: {}", s.id, c.observed);
-                continue;
-            }
-            (reports::Verdict::Pass | reports::Verdict::NotSupported, _) => continue,
-            _ => {}
-        }
-        println!("  {} {}", s.verdict, s.id);
-        if s.attempts.len() > 1 {
-            println!("      {}", super::attempts_line(s));
-        }
-        if let Some(e) = &s.error {
-            println!("      harness error [{}]: {}", e.kind, e.message);
-        }
-        for c in s
-            .checks
-            .iter()
-            .filter(|c| c.verdict != reports::Verdict::Pass)
-        {
-            println!(
-                "      {}: expected {}; observed {}",
-                c.name, c.expected, c.observed
-            );
-        }
-    }
-    if report
-        .scenarios
-        .iter()
-        .any(|s| s.verdict == reports::Verdict::Fail)
-    {
-        println!("  (details and timelines: report.html)");
-    }
 }

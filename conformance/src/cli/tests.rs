@@ -3,7 +3,7 @@
 use clap::Parser;
 
 use super::*;
-use crate::cli::run::{manifest, timeouts};
+use crate::cli::flags::{manifest, timeouts};
 
 fn parse(args: &[&str]) -> Command {
     Cli::try_parse_from(std::iter::once("conformance").chain(args.iter().copied()))

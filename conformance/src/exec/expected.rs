@@ -69,6 +69,7 @@ pub(super) fn expected(
             path,
             status,
             streams,
+            app_path,
             ..
         } => {
             let who = match (conn, identity) {
@@ -80,8 +81,13 @@ pub(super) fn expected(
                 Some(n) if *n > 1 => format!(", on each of {n} concurrent streams"),
                 _ => String::new(),
             };
+            let app = match app_path {
+                Some(p) => format!(", the app receiving {p}"),
+                None if !(200..300).contains(status) => ", the app receiving nothing".to_owned(),
+                None => String::new(),
+            };
             format!(
-                "{} {path} {who} answers HTTP {status}{many}",
+                "{} {path} {who} answers HTTP {status}{many}{app}",
                 method.as_deref().unwrap_or("GET")
             )
         }

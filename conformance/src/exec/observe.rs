@@ -46,6 +46,7 @@ impl Exec<'_> {
                 headers,
                 status,
                 streams,
+                app_path,
                 ..
             } => {
                 let req = HttpProbe {
@@ -53,15 +54,39 @@ impl Exec<'_> {
                     path: path.clone(),
                     headers: headers.clone(),
                 };
-                let got = match conn {
+                let before = self.world.app.record.requests();
+                let (got, body) = match conn {
                     Some(c) => match self.conns.get_mut(c) {
-                        Some(c) => c.http(&req, streams.unwrap_or(1)).await,
-                        None => vec![Err(format!("connection {c} was never established"))],
+                        Some(c) => (c.http(&req, streams.unwrap_or(1)).await, None),
+                        None => (
+                            vec![Err(format!("connection {c} was never established"))],
+                            None,
+                        ),
                     },
-                    None => vec![probe::http_one_shot(inbound, material, &req).await],
+                    None => match probe::http_one_shot(inbound, material, &req).await {
+                        Ok((s, b)) => (vec![Ok(s)], Some(b)),
+                        Err(e) => (vec![Err(e)], None),
+                    },
                 };
-                let ok = got.iter().all(|r| r.as_ref() == Ok(status));
-                Observation::new(ok, probe::describe_streams(&got, |s| format!("HTTP {s}")))
+                let mut ok = got.iter().all(|r| r.as_ref() == Ok(status));
+                let mut text = probe::describe_streams(&got, |s| format!("HTTP {s}"));
+                if let (Some(want), true) = (app_path, ok) {
+                    // The HTTP app answers with the path it received.
+                    let seen = body
+                        .as_deref()
+                        .map(String::from_utf8_lossy)
+                        .unwrap_or_default();
+                    ok = seen == want.as_str();
+                    text.push_str(&format!(", the app received {seen}"));
+                }
+                if !(200..300).contains(status) {
+                    let reached = self.world.app.record.requests().saturating_sub(before);
+                    if reached > 0 {
+                        ok = false;
+                        text.push_str(&format!(", yet {reached} request(s) reached the app"));
+                    }
+                }
+                Observation::new(ok, text)
             }
             Check::Grpc {
                 conn,

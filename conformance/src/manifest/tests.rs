@@ -1,5 +1,7 @@
 //! Tests of manifest parsing, flags and validation errors.
 
+use agent_sim::xds::TlsMode;
+
 use super::*;
 
 fn parse(text: &str) -> Result<Manifest, Error> {

@@ -66,6 +66,14 @@ pub(crate) async fn send(
     sender: &mut SendRequest<Empty<Bytes>>,
     probe: &HttpProbe,
 ) -> Result<u16, String> {
+    exchange(sender, probe).await.map(|(status, _)| status)
+}
+
+/// Sends one request; `Ok((status, body))` or why no response came.
+async fn exchange(
+    sender: &mut SendRequest<Empty<Bytes>>,
+    probe: &HttpProbe,
+) -> Result<(u16, Bytes), String> {
     let exchange = async {
         sender
             .ready()
@@ -87,23 +95,25 @@ pub(crate) async fn send(
             .map_err(|e| format!("no response: {e}"))?;
         let status = resp.status().as_u16();
         // Read the body so the connection can carry the next request.
-        resp.into_body()
+        let body = resp
+            .into_body()
             .collect()
             .await
-            .map_err(|e| format!("body failed: {e}"))?;
-        Ok(status)
+            .map_err(|e| format!("body failed: {e}"))?
+            .to_bytes();
+        Ok((status, body))
     };
     tokio::time::timeout(ANSWER_TIMEOUT, exchange)
         .await
         .map_err(|_| format!("no response within {} ms", ANSWER_TIMEOUT.as_millis()))?
 }
 
-/// A request on a new connection.
+/// A request on a new connection: its status and body.
 pub(crate) async fn one_shot(
     addr: SocketAddr,
     identity: Option<&ClientIdentity>,
     probe: &HttpProbe,
-) -> Result<u16, String> {
+) -> Result<(u16, Bytes), String> {
     let mut client = connect(addr, identity).await?;
-    send(&mut client.sender, probe).await
+    exchange(&mut client.sender, probe).await
 }

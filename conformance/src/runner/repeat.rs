@@ -13,7 +13,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use super::cancel::Signal;
-use super::{Planned, Progress, RunConfig, blank, run_scenario};
+use super::{Progress, RunConfig, blank, run_scenario};
+use crate::plan::{Planned, order};
 
 /// Every planned scenario's result, in plan order (attempts folded when `cfg.repeat > 1`).
 pub(super) async fn run_plan(
@@ -28,7 +29,7 @@ pub(super) async fn run_plan(
     let cfg = Arc::new(cfg.clone());
     let mut handles: Vec<Vec<JoinHandle<ScenarioResult>>> = plan.iter().map(|_| vec![]).collect();
     // Longest first (by recorded durations), so the longest scenario does not start last.
-    let start = super::order::longest_first(
+    let start = order::longest_first(
         plan.iter().map(|p| p.scenario().id.as_str()),
         &cfg.durations,
     );

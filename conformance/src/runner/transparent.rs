@@ -1,10 +1,9 @@
 //! The transparent-mode parts of a run: whether the environment can run such scenarios at
-//! all (reported as not supported, never as passed, when it cannot), the self-test's deliberately
-//! broken environments, and the one-shot redirect step run in the pod before the proxy starts.
+//! all (reported as not supported, never as passed, when it cannot) and the one-shot redirect
+//! step run in the pod before the proxy starts. (The self-test's deliberately broken
+//! environments are part of the plan: `crate::plan::Tamper`.)
 
-use std::fmt;
 use std::process::Stdio;
-use std::str::FromStr;
 use std::time::Duration;
 
 use reports::{Artifact, CheckResult, Requirement, ScenarioResult, Verdict};
@@ -15,47 +14,6 @@ use crate::proxy::ProxyCommand;
 
 /// The redirect step must finish within this long.
 const REDIRECT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A deliberately broken environment, for scenarios that test the redirect rules rather than
-/// the proxy (the names are `scenarios::ENVIRONMENT_TAMPERS`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tamper {
-    /// `redirect-wrong-uid`: the rules exempt another UID than the proxy's.
-    RedirectWrongUid,
-    /// `redirect-skip-inbound`: the application's port is left out of the inbound capture.
-    RedirectSkipInbound,
-}
-
-impl Tamper {
-    /// The name scenario files use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::RedirectWrongUid => "redirect-wrong-uid",
-            Self::RedirectSkipInbound => "redirect-skip-inbound",
-        }
-    }
-}
-
-impl FromStr for Tamper {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "redirect-wrong-uid" => Ok(Self::RedirectWrongUid),
-            "redirect-skip-inbound" => Ok(Self::RedirectSkipInbound),
-            other => Err(format!(
-                "unknown environment tamper {other:?}; known: {}",
-                scenarios::ENVIRONMENT_TAMPERS.join(", ")
-            )),
-        }
-    }
-}
-
-impl fmt::Display for Tamper {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Marks `result` not supported because this machine cannot run transparent scenarios.
 pub(super) fn not_supported_here(result: &mut ScenarioResult, why: &str) {

@@ -52,6 +52,15 @@ impl Record {
         }
     }
 
+    /// How many requests the HTTP app has received (it records one line per request).
+    pub(crate) fn requests(&self) -> usize {
+        self.conns
+            .lock()
+            .iter()
+            .map(|c| c.iter().filter(|&&b| b == b'\n').count())
+            .sum()
+    }
+
     /// Whether any connection received `needle`.
     pub(crate) fn saw(&self, needle: &[u8]) -> bool {
         !needle.is_empty()
@@ -236,6 +245,7 @@ mod tests {
         assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
         assert!(text.ends_with("\r\n\r\n/a/b"), "{text}");
         assert!(app.record.saw(b"GET /a/b?q=1"));
+        assert_eq!(app.record.requests(), 1);
     }
 
     #[tokio::test]

@@ -53,6 +53,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "l7-grpc-method",
             "l7-http2-multiplexed-change",
             "l7-grpc-upstream",
+            "l7-path-normalization",
         ],
     ),
     (

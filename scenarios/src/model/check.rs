@@ -37,8 +37,13 @@ pub enum Check {
         /// Request headers.
         #[serde(default)]
         headers: BTreeMap<String, String>,
-        /// Expected status: 200 from the app, or 403 from the proxy.
+        /// Expected status: 200 from the app, or 403 from the proxy. Whatever is not a 2xx must
+        /// be the proxy's own answer: the app must receive nothing while the check runs.
         status: u16,
+        /// With a 2xx `status` on a new connection: the path (no query) the application must
+        /// have received, e.g. the normalized form of a `path` written with dot segments.
+        #[serde(default)]
+        app_path: Option<String>,
         /// On an HTTP/2 connection: run this many streams at once (default 1); every one must
         /// answer `status`.
         #[serde(default)]

@@ -276,6 +276,8 @@ enum CheckRepr {
         status: u16,
         #[serde(default)]
         streams: Option<u32>,
+        #[serde(default)]
+        app_path: Option<String>,
     },
     Grpc {
         #[serde(default, deserialize_with = "opt_identity")]

@@ -26,7 +26,23 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             headers,
             status,
             streams,
+            app_path,
         } => {
+            if let Some(p) = app_path {
+                if conn.is_some() || !(200..300).contains(status) {
+                    return Err(FieldError::new(
+                        at.key("app_path"),
+                        "`app_path` goes with a 2xx `status` on a new connection (`identity`, \
+                         no `conn`)",
+                    ));
+                }
+                if !p.starts_with('/') || p.contains('?') {
+                    return Err(FieldError::new(
+                        at.key("app_path"),
+                        format!("{p:?} is not a path (starts with `/`, no query)"),
+                    ));
+                }
+            }
             match (identity, conn) {
                 (None, None) => {
                     return Err(FieldError::new(

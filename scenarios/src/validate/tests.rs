@@ -4,7 +4,7 @@
 mod h2;
 
 use super::*;
-use crate::model::{Generator, Profile};
+use crate::model::{Generator, Profile, Setup};
 use crate::parse;
 
 const HEAD: &str = "id = \"x\"\ndescription = \"d\"\nprofile = \"core\"\n";
@@ -272,6 +272,18 @@ fn checks_are_well_formed() {
         "{{ kind = \"http\", {web}, path = \"/\", status = 200, headers = {{ \"X Bad\" = \"1\" }} }}"
     )));
     assert_eq!(f, "steps[0].check.headers.\"X Bad\"");
+    // app_path: with a 2xx on a new connection, and a path.
+    for check in [
+        format!("{{ kind = \"http\", {web}, path = \"/\", status = 403, app_path = \"/\" }}"),
+        format!("{{ kind = \"http\", {web}, path = \"/\", status = 200, app_path = \"x\" }}"),
+        format!("{{ kind = \"http\", {web}, path = \"/\", status = 200, app_path = \"/?q\" }}"),
+    ] {
+        let (f, _) = bad(&expect_step(&check));
+        assert_eq!(f, "steps[0].check.app_path", "{check}");
+    }
+    good(&expect_step(&format!(
+        "{{ kind = \"http\", {web}, path = \"/a/../b\", status = 200, app_path = \"/b\" }}"
+    )));
     let (f, _) = bad(&expect_step("{ kind = \"agent-usage\" }"));
     assert_eq!(f, "steps[0].check");
     let (f, _) = bad(&expect_step(

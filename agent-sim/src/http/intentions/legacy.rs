@@ -16,9 +16,9 @@ use super::super::error::ApiError;
 use super::super::meta;
 use super::super::query::QueryOpts;
 use super::super::serve::{ReadSpec, server_read};
-use crate::acl::{Level, Resource};
-use crate::control::Control;
-use crate::intention;
+use crate::model::acl::{Level, Resource};
+use crate::model::intention;
+use crate::state::control::Control;
 
 /// Go's `time.Time` JSON for now (RFC 3339, UTC).
 fn now_text() -> String {

@@ -23,7 +23,7 @@ use prost::Name;
 
 use super::snapshot::{Snapshot, Upstream};
 use super::{any, endpoints, tls};
-use crate::chain::{DiscoveryResolver, DiscoveryTarget};
+use crate::model::chain::{DiscoveryResolver, DiscoveryTarget};
 
 /// The transparent proxy's passthrough cluster.
 pub(crate) const ORIGINAL_DESTINATION: &str = "original-destination";

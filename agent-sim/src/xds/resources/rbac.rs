@@ -27,8 +27,8 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 
 use super::snapshot::Snapshot;
-use crate::config_entry::{IntentionHttpPermission, IntentionPermission};
-use crate::intention::Intention;
+use crate::model::config_entry::{IntentionHttpPermission, IntentionPermission};
+use crate::model::intention::Intention;
 
 /// The RBAC rules of one public listener, with policies in name order.
 #[derive(Debug, Clone, PartialEq)]

@@ -111,7 +111,7 @@ fn action_for(up: &Upstream, node_key: &str) -> Option<RouteAction> {
     })
 }
 
-fn route_match(m: Option<&crate::chain::RouteMatch>) -> RouteMatch {
+fn route_match(m: Option<&crate::model::chain::RouteMatch>) -> RouteMatch {
     let Some(h) = m.and_then(|m| m.http.as_ref()) else {
         return RouteMatch {
             path_specifier: Some(route_match::PathSpecifier::Prefix("/".to_owned())),
@@ -174,7 +174,7 @@ fn exact_or_regex(p: MatchPattern) -> query_parameter_matcher::QueryParameterMat
     })
 }
 
-fn header(h: &crate::chain::HeaderMatch) -> Option<HeaderMatcher> {
+fn header(h: &crate::model::chain::HeaderMatch) -> Option<HeaderMatcher> {
     let string = |p: MatchPattern| {
         header_matcher::HeaderMatchSpecifier::StringMatch(StringMatcher {
             match_pattern: Some(p),

@@ -9,11 +9,12 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use super::BuildError;
-use crate::chain::{self, ChainRequest, CompiledChain};
-use crate::duration::GoDuration;
-use crate::intention::Intention;
-use crate::service::{self, HEALTH_CRITICAL, HEALTH_PASSING, HEALTH_WARNING, ServiceKind};
-use crate::store::{State, Store};
+use crate::go::duration::GoDuration;
+use crate::model::chain::{self, ChainRequest, CompiledChain};
+use crate::model::intention::Intention;
+use crate::model::service::{self, HEALTH_CRITICAL, HEALTH_PASSING, HEALTH_WARNING, ServiceKind};
+use crate::state::queries;
+use crate::state::store::{State, Store};
 
 /// Everything the builders need for one sidecar.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,7 +108,7 @@ pub(crate) fn proxy_service(
         if svc.kind != ServiceKind::ConnectProxy {
             return Err(BuildError::NotAProxy(proxy_id.to_owned()));
         }
-        Ok(Some(crate::http::agent::merged(st, svc)))
+        Ok(Some(queries::merged(st, svc)))
     })
 }
 
@@ -118,7 +119,7 @@ pub(crate) fn leaf_now(store: &Store, service: &str) -> Result<LeafNow, BuildErr
     let dc = store.cfg.datacenter.clone();
     let (leaf, refresh_at) = store
         .leaf_watched(service, &dc)
-        .map_err(|e| BuildError::Unavailable(e.body))?;
+        .map_err(|e| BuildError::Unavailable(e.to_string()))?;
     Ok(LeafNow {
         leaf: Leaf {
             cert_pem: ensure_newline(&leaf.cert_pem),
@@ -157,8 +158,8 @@ pub(crate) fn build(
         .filter_map(|r| r["RootCert"].as_str())
         .map(ensure_newline)
         .collect();
-    let default_allow = crate::http::connect::default_policy(store).allows_by_default();
-    let entries = crate::http::chain::chain_entries(&st.config);
+    let default_allow = queries::default_policy(store).allows_by_default();
+    let entries = queries::chain_entries(&st.config);
     let transparent = (svc.proxy.mode == "transparent").then_some(Transparent {
         outbound_port: match svc.proxy.transparent_proxy.outbound_listener_port {
             0 => 15001,
@@ -167,7 +168,7 @@ pub(crate) fn build(
     });
     let mut wanted: Vec<service::Upstream> = svc.proxy.upstreams.clone();
     if transparent.is_some() {
-        for name in intention_upstreams(st, &dest, default_allow) {
+        for name in queries::intention_upstreams(st, &dest, default_allow) {
             if !wanted.iter().any(|u| u.destination_name == name) {
                 wanted.push(service::Upstream {
                     destination_name: name,
@@ -248,30 +249,6 @@ pub(crate) fn build(
         upstreams,
         transparent,
     })
-}
-
-/// Consul's intention upstreams (`IntentionTopology`, upstream direction): every typical
-/// service other than `source` itself that `source` may reach by its intentions or the
-/// default; an L7 intention counts as reachable (its permissions decide per request).
-fn intention_upstreams(st: &State, source: &str, default_allow: bool) -> Vec<String> {
-    let by_source =
-        crate::intention::matching(&st.config, crate::intention::MatchBy::Source, source);
-    let names: std::collections::BTreeSet<&str> = st
-        .services
-        .values()
-        .filter(|s| s.kind == ServiceKind::Typical && s.service != source && s.service != "consul")
-        .map(|s| s.service.as_str())
-        .collect();
-    names
-        .into_iter()
-        .filter(|dst| {
-            by_source
-                .iter()
-                .find(|i| i.destination_name == *dst || i.destination_name == "*")
-                .map_or(default_allow, |i| i.is_l7() || i.action == "allow")
-        })
-        .map(str::to_owned)
-        .collect()
 }
 
 /// The connect-capable instances of `service` (sidecars for it, connect-native instances),

@@ -26,18 +26,18 @@ use prost::Message;
 use serde_json::json;
 
 use super::{BuildError, ProxyResources, for_proxy};
-use crate::control::Control;
-use crate::store::CheckUpdate;
+use crate::state::control::Control;
+use crate::state::store::CheckUpdate;
 use crate::xds::types::{self, Resources, TlsMode, XdsConfig};
 
 /// A sim with `web` (sidecar `web-sidecar-proxy` on 21000, upstream `db` on 127.0.0.1:9191)
 /// and a `db` sidecar (`db-proxy` on 21001, TTL check `db-check`, passing).
 pub(super) fn sim() -> Control {
-    sim_from(crate::AgentSim::builder().seed(7))
+    sim_from(crate::assembly::sim::AgentSim::builder().seed(7))
 }
 
 /// [`sim`] from a configured builder.
-pub(super) fn sim_from(b: crate::sim::Builder) -> Control {
+pub(super) fn sim_from(b: crate::assembly::sim::Builder) -> Control {
     let (_, c) = b.build().expect("sim builds");
     c.register(&json!({
         "Name": "web", "Port": 8080,
@@ -359,7 +359,7 @@ fn public_name(r: &Resources) -> String {
 fn a_rotation_rewrites_the_public_listener_inline_but_only_the_secrets_with_sds() {
     // No jitter: the leaf is re-issued as soon as the rotation is seen.
     let c = sim_from(
-        crate::AgentSim::builder()
+        crate::assembly::sim::AgentSim::builder()
             .seed(7)
             .ca_change_jitter(std::time::Duration::ZERO),
     );
@@ -401,7 +401,7 @@ fn without_servers_and_without_a_cached_leaf_the_build_is_unavailable() {
 #[test]
 fn after_a_rotation_the_roots_move_at_once_and_the_leaf_at_its_jittered_point() {
     let c = sim_from(
-        crate::AgentSim::builder()
+        crate::assembly::sim::AgentSim::builder()
             .seed(7)
             .ca_change_jitter(std::time::Duration::from_secs(3600)),
     );

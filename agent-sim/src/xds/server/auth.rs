@@ -5,9 +5,9 @@
 
 use tonic::Status;
 
-use crate::acl::{self, Authorizer, Level, Resource};
-use crate::service::ServiceKind;
-use crate::store::Store;
+use crate::model::acl::{self, Authorizer, Level, Resource};
+use crate::model::service::ServiceKind;
+use crate::state::store::Store;
 
 /// The metadata key Envoy's bootstrap puts the token under.
 pub(crate) const TOKEN_KEY: &str = "x-consul-token";

@@ -76,7 +76,7 @@ async fn servers_unreachable_keeps_the_stream_without_updates() {
 async fn latency_delays_responses() {
     let h = start(false).await;
     h.source.put(PROXY, set(&[(CLUSTER, "a", "1")]));
-    let _g = h.control.inject(crate::faults::Fault::Latency {
+    let _g = h.control.inject(crate::state::faults::Fault::Latency {
         delay: Duration::from_millis(400),
         path_prefix: Some("/envoy.service.discovery.v3".into()),
     });

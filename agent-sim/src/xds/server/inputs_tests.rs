@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use super::tests::{PROXY, ack_of, first, names, open};
 use super::*;
-use crate::AgentSim;
+use crate::assembly::sim::AgentSim;
 use crate::xds::types::{CLUSTER, LISTENER, TlsMode, XdsConfig};
 
 fn sim() -> Control {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::store::Store;
+use crate::state::store::Store;
 use crate::xds::resources::{self, BuildError, ProxyResources};
 use crate::xds::types::XdsConfig;
 
@@ -25,7 +25,7 @@ pub(crate) trait Source: Send + Sync + 'static {
 }
 
 /// What one proxy's resources depend on: every store write except leaf-cache updates
-/// ([`State::input_gen`](crate::store::State)), plus the proxy's own leaf entry (its issue
+/// ([`State::input_gen`](crate::state::store::State)), plus the proxy's own leaf entry (its issue
 /// index and pending rotation point). Another service's leaf being issued changes neither.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Inputs {

@@ -19,10 +19,10 @@ use tonic::{Status, Streaming};
 
 use super::auth;
 use super::source::{Inputs, Source};
-use crate::control::Control;
-use crate::faults::FaultSet;
+use crate::state::control::Control;
+use crate::state::faults::FaultSet;
+use crate::state::xds_log::XdsEvent;
 use crate::xds::delta::{DeltaStream, Received};
-use crate::xds::log::XdsEvent;
 use crate::xds::resources::ProxyResources;
 
 /// The gRPC path of delta ADS: latency faults whose prefix matches it (or that have no prefix)

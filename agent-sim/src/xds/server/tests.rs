@@ -20,11 +20,12 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Streaming};
 
 use super::*;
-use crate::acl::DefaultPolicy;
+use crate::assembly::sim::AgentSim;
+use crate::model::acl::DefaultPolicy;
+use crate::state::control::Control;
 use crate::xds::XdsLogEntry;
 use crate::xds::resources::{BuildError, ProxyResources};
 use crate::xds::types::{CLUSTER, LISTENER, Resource, Resources, SECRET};
-use crate::{AgentSim, Control};
 
 const WAIT: Duration = Duration::from_secs(20);
 /// How long "no answer" is watched for.
@@ -136,7 +137,7 @@ pub(super) async fn start(acl: bool) -> Harness {
         control.faults.subscribe(),
         shutdown_rx.clone(),
     ));
-    tokio::spawn(crate::background::fault_transitions(
+    tokio::spawn(crate::state::background::fault_transitions(
         control.clone(),
         shutdown_rx,
     ));

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use reports::{CheckResult, Profile, Report, Requirement, ScenarioResult, ShardInfo, Verdict};
 
-use super::super::run::exit_code;
+use super::super::summary::exit_code;
 
 fn report(scenarios: &[(&str, Profile, Verdict)], shard: bool) -> Report {
     let mut r = reports::fixture::sample_report();

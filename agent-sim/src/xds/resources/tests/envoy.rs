@@ -28,7 +28,7 @@ use serde_json::json;
 
 use super::super::any;
 use super::{build, decode, proxy, sim, sim_from};
-use crate::control::Control;
+use crate::state::control::Control;
 use crate::xds::types::{self, Resources, TlsMode};
 
 /// The resources as a static bootstrap.
@@ -196,7 +196,10 @@ fn envoy_accepts_http_with_l7_intentions_rds_upstream_and_redirect_sds() {
 
 #[test]
 fn envoy_accepts_grpc_and_a_unix_socket_upstream_sds() {
-    let (_, c) = crate::AgentSim::builder().seed(9).build().expect("sim");
+    let (_, c) = crate::assembly::sim::AgentSim::builder()
+        .seed(9)
+        .build()
+        .expect("sim");
     c.register(&json!({
         "Name": "web", "Port": 8080,
         "Connect": {"SidecarService": {"Port": 21000, "Proxy": {
@@ -260,9 +263,9 @@ fn hostname_endpoints_go_into_eds_and_envoy_refuses_them() {
 /// no explicit entry) and sends everything else to `original-destination`.
 #[test]
 fn envoy_accepts_the_transparent_outbound_listener() {
-    let (_, c) = crate::AgentSim::builder()
+    let (_, c) = crate::assembly::sim::AgentSim::builder()
         .seed(11)
-        .default_intention_policy(crate::config::IntentionDefault::Deny)
+        .default_intention_policy(crate::state::config::IntentionDefault::Deny)
         .build()
         .expect("sim");
     c.register(&json!({
@@ -381,9 +384,9 @@ fn envoy_accepts_router_and_splitter_routes() {
 #[test]
 fn envoy_accepts_rsa_and_p384_chains_with_intermediates() {
     let c = sim_from(
-        crate::AgentSim::builder()
+        crate::assembly::sim::AgentSim::builder()
             .seed(11)
-            .ca_key_kind(crate::ca::KeyKind::Rsa2048)
+            .ca_key_kind(crate::model::ca::KeyKind::Rsa2048)
             .ca_intermediate(true),
     );
     c.rotate_intermediate().expect("intermediate rotates");
@@ -391,7 +394,7 @@ fn envoy_accepts_rsa_and_p384_chains_with_intermediates() {
         let r = build(&c, mode).resources;
         validate(&format!("rsa chain ({})", mode.as_str()), &r).expect("envoy accepts");
     }
-    c.rotate_ca_to(crate::ca::KeyKind::Ec384, true)
+    c.rotate_ca_to(crate::model::ca::KeyKind::Ec384, true)
         .expect("rotates to P-384");
     for mode in [TlsMode::Inline, TlsMode::Sds] {
         let r = build(&c, mode).resources;

@@ -13,9 +13,9 @@ use serde_json::json;
 
 use super::super::rbac::{Rules, rules};
 use super::super::snapshot;
-use crate::config::IntentionDefault;
-use crate::control::Control;
-use crate::intention;
+use crate::model::intention;
+use crate::state::config::IntentionDefault;
+use crate::state::control::Control;
 
 fn principal_matches(p: &Principal, uri: &str) -> bool {
     use principal::Identifier;
@@ -140,7 +140,7 @@ fn sim(default_allow: bool) -> Control {
     } else {
         IntentionDefault::Deny
     };
-    let (_, c) = crate::AgentSim::builder()
+    let (_, c) = crate::assembly::sim::AgentSim::builder()
         .seed(3)
         .default_intention_policy(policy)
         .build()
@@ -187,7 +187,7 @@ proptest! {
             .expect("snapshot");
         let l4 = decoded(&rules(&snap, false));
         let l7 = decoded(&rules(&snap, true));
-        let dflt = crate::http::connect::default_policy(&c.store);
+        let dflt = crate::state::queries::default_policy(&c.store);
         let (entries, matched) = c.store.read(|st| {
             (st.config.clone(), st.destination_intentions("web").as_ref().clone())
         });
@@ -225,7 +225,7 @@ fn consul_rbac_diverges_from_authorize_for_wildcard_destinations() {
         .read(|st| snapshot::build(st, &c.store, &svc, leaf.leaf))
         .expect("snapshot");
     let uri = format!("spiffe://{}/ns/default/dc/dc1/svc/a", c.trust_domain());
-    let dflt = crate::http::connect::default_policy(&c.store);
+    let dflt = crate::state::queries::default_policy(&c.store);
     let entries = c.store.read(|st| st.config.clone());
     let want = intention::authorize(&entries, "web", &uri, &dflt).expect("authorize");
     assert!(!want.allowed);

@@ -1,0 +1,220 @@
+//! What a scenario sets up before the proxy starts: the sidecar registration (upstreams,
+//! transparent mode, proxy config), the CA, intentions, config entries, harness-run instances,
+//! the token's delivery, and the identities probes present.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{db, yes};
+
+/// The world before the proxy starts.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Setup {
+    /// `acl.default_policy` (ACLs are always on). Default `deny`.
+    #[serde(default)]
+    pub acl_default_policy: Option<Policy>,
+    /// The agent's `default_intention_policy`, when set.
+    #[serde(default)]
+    pub default_intention_policy: Option<Policy>,
+    /// Leaf certificate TTL (Go duration), default Consul's 72h.
+    #[serde(default)]
+    pub leaf_ttl: Option<String>,
+    /// Max delay before blocked leaf queries see a rotated root (Go duration). Default `0s`.
+    #[serde(default)]
+    pub ca_change_jitter: Option<String>,
+    /// `db`'s protocol, written as a `service-defaults` entry when set (`tcp`, `http`, ...).
+    #[serde(default)]
+    pub protocol: Option<String>,
+    /// Extra keys for the sidecar's `Proxy.Config` (the harness adds its timing knobs).
+    #[serde(default)]
+    pub proxy_config: BTreeMap<String, Value>,
+    /// Upstreams of `db`'s sidecar.
+    #[serde(default)]
+    pub upstreams: Vec<UpstreamSpec>,
+    /// Harness-run upstream instances, registered in the catalog on their own nodes.
+    #[serde(default)]
+    pub instances: Vec<InstanceSpec>,
+    /// Intentions, shorthand for `service-intentions` entries.
+    #[serde(default)]
+    pub intentions: Vec<IntentionSpec>,
+    /// Config entries in Consul's JSON shape (`Kind`, `Name`, ...).
+    #[serde(default)]
+    pub config_entries: Vec<Value>,
+    /// How the proxy gets its ACL token.
+    #[serde(default)]
+    pub token: TokenDelivery,
+    /// Transparent mode (`Proxy.Mode = "transparent"`): the harness runs the scenario in network
+    /// namespaces of its own, installs the redirect rules and runs the proxy under its own UID.
+    #[serde(default)]
+    pub transparent: Option<TransparentSpec>,
+    /// The application listens on a unix socket (`Proxy.LocalServiceSocketPath`) instead of a
+    /// TCP port.
+    #[serde(default)]
+    pub app_socket: bool,
+    /// The agent's CA at bootstrap (`[setup.ca]`): key kind and chain mode.
+    #[serde(default)]
+    pub ca: Option<CaSetup>,
+}
+
+/// `[setup.ca]`: the CA the cluster bootstraps with.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaSetup {
+    /// `PrivateKeyType`: `ec` (default) or `rsa`.
+    #[serde(default)]
+    pub key_type: Option<String>,
+    /// `PrivateKeyBits`: `ec` 256 (default) or 384, `rsa` 2048 (default for rsa) or 4096.
+    #[serde(default)]
+    pub key_bits: Option<u32>,
+    /// Leaves signed by an intermediate listed in the root's `IntermediateCerts` (as with Vault
+    /// or in a secondary datacenter; simulator-only mode).
+    #[serde(default)]
+    pub intermediate: bool,
+}
+
+/// `allow` or `deny`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    /// Allow.
+    Allow,
+    /// Deny.
+    Deny,
+}
+
+/// How the token reaches the proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenDelivery {
+    /// `CONSUL_HTTP_TOKEN` (and `{token}` in the command template).
+    #[default]
+    Env,
+    /// A file passed as `-token-file` (`{token_file}` in the template); the env variable is unset.
+    File,
+}
+
+/// An upstream of the proxied service's sidecar.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSpec {
+    /// `DestinationName`.
+    pub name: String,
+    /// Present in the registration from the start (`false`: added later by an `add-upstream` step).
+    #[serde(default = "yes")]
+    pub initial: bool,
+    /// Exposed on a unix socket (`LocalBindSocketPath`) instead of a TCP port.
+    #[serde(default)]
+    pub socket: bool,
+    /// `LocalBindSocketMode` (octal text such as `"0600"`); only with `socket`.
+    #[serde(default)]
+    pub socket_mode: Option<String>,
+}
+
+/// The transparent-mode part of the sidecar registration (`Proxy.TransparentProxy`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransparentSpec {
+    /// `OutboundListenerPort` (Consul's default: 15001).
+    #[serde(default)]
+    pub outbound_port: Option<u16>,
+    /// `DialedDirectly`.
+    #[serde(default)]
+    pub dialed_directly: bool,
+}
+
+/// A harness-run mTLS instance of some service, registered in the catalog as that service's
+/// sidecar (`<service>-sidecar-proxy`, `Kind: connect-proxy`). It answers every connection with
+/// its own id so probes can tell which instance they reached, and records the identity the
+/// proxy presented.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstanceSpec {
+    /// Unique instance id, e.g. `cache-1`.
+    pub id: String,
+    /// The service it is registered for, e.g. `cache`.
+    pub service: String,
+    /// The service whose leaf it presents (default: `service`); another name makes an impostor.
+    #[serde(default)]
+    pub identity: Option<String>,
+    /// Initial health: `passing` (default), `warning` or `critical`.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Register its address as this hostname instead of `127.0.0.1`.
+    #[serde(default)]
+    pub hostname: Option<String>,
+    /// What it serves: `tcp` (default: one token line, answered with its id), or `http2` /
+    /// `grpc` (HTTP/2 over mTLS, ALPN `h2`, answering gRPC calls with trailers; the service's
+    /// protocol must then be set by a `service-defaults` entry).
+    #[serde(default)]
+    pub protocol: Option<String>,
+}
+
+/// An intention in shorthand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntentionSpec {
+    /// Source service name or `*`.
+    pub source: String,
+    /// Destination service name or `*` (default `db`).
+    #[serde(default = "db")]
+    pub destination: String,
+    /// `allow` or `deny` for an L4 intention.
+    #[serde(default)]
+    pub action: Option<Policy>,
+    /// L7 `Permissions` in Consul's JSON shape.
+    #[serde(default)]
+    pub permissions: Option<Vec<Value>>,
+}
+
+/// Who a probe is: a leaf issued by the simulated CA for a service, a named identity issued
+/// earlier (`issue` step), or a forged/absent certificate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Identity {
+    /// A fresh leaf for `service` from the active root.
+    Service {
+        /// The service name.
+        service: String,
+    },
+    /// An identity saved by an earlier `issue` step.
+    Named {
+        /// The name it was saved under.
+        name: String,
+    },
+    /// A leaf from a CA the proxy must not trust.
+    UntrustedCa {
+        /// The service it claims.
+        service: String,
+    },
+    /// A trusted-root leaf naming another trust domain.
+    ForeignTrustDomain {
+        /// The service it claims.
+        service: String,
+    },
+    /// A trusted-root leaf whose validity has ended.
+    Expired {
+        /// The service it claims.
+        service: String,
+    },
+    /// A trusted-root certificate without any URI SAN.
+    NoSpiffe,
+    /// A trusted-root certificate with an agent SPIFFE ID.
+    AgentId,
+    /// Subject CN says `common_name`, the URI SAN says `service`.
+    CommonNameMismatch {
+        /// The CN.
+        common_name: String,
+        /// The service in the URI SAN.
+        service: String,
+    },
+    /// A self-signed certificate naming `service`.
+    SelfSigned {
+        /// The service it claims.
+        service: String,
+    },
+    /// No client certificate at all.
+    NoCert,
+}
