@@ -147,11 +147,15 @@ pub enum Sabotage {
     /// `policy-on-timer`: the default intention policy is re-read only on its timer, not when the
     /// agent answers again after failing (a restarted agent's new policy is missed for minutes).
     PolicyOnTimer,
+    /// `raw-path-authz`: HTTP request paths are neither normalized nor resolved: permissions
+    /// match the path as sent and the application receives it as sent (Consul before 1.20.1,
+    /// CVE-2024-10005).
+    RawPathAuthz,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 38] = [
+    pub const ALL: [Self; 39] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -190,6 +194,7 @@ impl Sabotage {
         Self::LeafWithoutChain,
         Self::RootsOnlyVerification,
         Self::PolicyOnTimer,
+        Self::RawPathAuthz,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -233,6 +238,7 @@ impl Sabotage {
             Self::LeafWithoutChain => "leaf-without-chain",
             Self::RootsOnlyVerification => "roots-only-verification",
             Self::PolicyOnTimer => "policy-on-timer",
+            Self::RawPathAuthz => "raw-path-authz",
         }
     }
 

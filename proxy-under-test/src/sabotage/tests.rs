@@ -8,6 +8,7 @@ mod dataplane;
 mod drop_on_change;
 mod endpoints;
 mod h2;
+mod normalize;
 mod outbound;
 mod transparent;
 
@@ -15,7 +16,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 38] = [
+const CATALOGUE: [&str; 39] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -54,6 +55,7 @@ const CATALOGUE: [&str; 38] = [
     "leaf-without-chain",
     "roots-only-verification",
     "policy-on-timer",
+    "raw-path-authz",
 ];
 
 #[test]
