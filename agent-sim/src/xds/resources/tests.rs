@@ -5,6 +5,7 @@ mod chain;
 mod envoy;
 mod http2;
 mod l7;
+mod l7_prop;
 mod rbac_prop;
 
 use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster::ClusterDiscoveryType};

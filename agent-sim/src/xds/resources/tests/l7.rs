@@ -453,3 +453,29 @@ fn failover_children_carry_the_upstream_policy() {
     assert!(agg.circuit_breakers.is_none());
     validate("failover with policy", &r).expect("envoy accepts");
 }
+
+/// Consul writes both ring sizes whenever `RingHashConfig` is set (`injectLBToCluster`), so a
+/// config with only `MinimumRingSize` sends `maximum_ring_size: 0`, which Envoy refuses (the
+/// real pair NACKs that cluster update).
+#[test]
+fn ring_hash_with_only_a_minimum_is_sent_as_consul_sends_it_and_envoy_refuses_it() {
+    let c = sim();
+    entries(
+        &c,
+        &[
+            json!({"Kind": "service-resolver", "Name": "db", "LoadBalancer": {
+            "Policy": "ring_hash", "RingHashConfig": {"MinimumRingSize": 1024}}}),
+        ],
+    );
+    let r = build(&c, TlsMode::Inline).resources;
+    let cl: Cluster = get(&r, types::CLUSTER, &sni(&c, "", "db"));
+    let Some(LbConfig::RingHashLbConfig(rh)) = &cl.lb_config else {
+        panic!("ring hash config")
+    };
+    assert_eq!(rh.maximum_ring_size, Some(UInt64Value { value: 0 }));
+    match validate("ring hash, minimum only", &r) {
+        Ok(false) => {}
+        Ok(true) => panic!("Envoy accepted maximum_ring_size 0 under a minimum of 1024"),
+        Err(e) => assert!(e.contains("maximum_ring_size"), "{e}"),
+    }
+}
