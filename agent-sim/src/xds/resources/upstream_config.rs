@@ -108,23 +108,23 @@ mod tests {
 
     use super::*;
 
-    fn parse(v: Value) -> UpstreamPolicy {
+    fn parse(v: &Value) -> UpstreamPolicy {
         UpstreamPolicy::parse(v.as_object().expect("object"))
     }
 
     #[test]
     fn absent_keys_are_nil() {
         assert_eq!(
-            parse(json!({"protocol": "http"})),
+            parse(&json!({"protocol": "http"})),
             UpstreamPolicy::default()
         );
-        assert_eq!(parse(json!({"limits": null})).limits, None);
+        assert_eq!(parse(&json!({"limits": null})).limits, None);
     }
 
     #[test]
     fn merged_service_defaults_shape_decodes() {
         // What `UpstreamConfig.MergeInto` leaves: Go field names, durations in nanoseconds.
-        let p = parse(json!({
+        let p = parse(&json!({
             "limits": {"MaxConnections": 10, "MaxPendingRequests": 0},
             "passive_health_check": {"Interval": 10_000_000_000_i64, "MaxFailures": 3,
                 "EnforcingConsecutive5xx": 100, "MaxEjectionPercent": 50,
@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn registration_snake_case_and_weak_values_decode() {
-        let p = parse(json!({
+        let p = parse(&json!({
             "Limits": {"max_connections": "5", "max_concurrent_requests": 7.0},
             "PassiveHealthCheck": {"interval": "2s", "max_failures": "4", "base_ejection_time": "1m"}
         }));
