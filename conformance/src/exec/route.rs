@@ -9,18 +9,18 @@
 //! 20` over the profile stays green, while 90/10 read as 50/50 over 200 requests misses by 19σ).
 
 pub(super) mod expected;
+mod send;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use reports::EventKind;
 use scenarios::{Answer, AppProtocol, BurstCheck, RequestCheck, SpreadCheck};
 
+use self::send::send_all;
 use super::Exec;
 use super::wait::Observation;
 use crate::error::Error;
-use crate::probe::{self, L7Conn, L7Request, Reply};
+use crate::probe::{self, L7Conn, L7Request};
 use crate::world::{REQUEST_HEADER, SERVED_BY};
 
 /// The binomial bound's width in standard deviations.
@@ -375,51 +375,4 @@ fn headers_problems(
         }
     }
     p
-}
-
-/// Sends every request with `concurrency` in flight: over one HTTP/2 connection, or over that
-/// many HTTP/1.1 connections. Answers come back in request order.
-async fn send_all(
-    to: &crate::proxy::ListenAddr,
-    protocol: AppProtocol,
-    concurrency: u32,
-    reqs: &[(Option<String>, L7Request)],
-) -> Result<Vec<Result<Reply, String>>, String> {
-    let reqs: Arc<Vec<L7Request>> = Arc::new(reqs.iter().map(|(_, r)| r.clone()).collect());
-    let next = Arc::new(AtomicU32::new(0));
-    let shared = if protocol == AppProtocol::Http1 {
-        None
-    } else {
-        Some(L7Conn::open(to, protocol).await?)
-    };
-    let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..concurrency.max(1) {
-        let (reqs, next) = (reqs.clone(), next.clone());
-        let mut own = match &shared {
-            Some(_) => None,
-            None => Some(L7Conn::open(to, protocol).await?),
-        };
-        let handle = shared.as_ref().and_then(L7Conn::stream_handle);
-        workers.spawn(async move {
-            let mut out = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::SeqCst) as usize;
-                let Some(req) = reqs.get(i) else { break };
-                let r = match (&mut own, &handle) {
-                    (Some(c), _) => c.send(req).await,
-                    (None, Some(h)) => h.clone().send(req).await,
-                    (None, None) => Err("no connection".to_owned()),
-                };
-                out.push((i, r));
-            }
-            out
-        });
-    }
-    let mut all: Vec<(usize, Result<Reply, String>)> = Vec::new();
-    while let Some(r) = workers.join_next().await {
-        all.extend(r.map_err(|e| format!("a sender failed: {e}"))?);
-    }
-    drop(shared);
-    all.sort_by_key(|(i, _)| *i);
-    Ok(all.into_iter().map(|(_, r)| r).collect())
 }
