@@ -104,12 +104,12 @@ fn reference_declares_everything() {
     // Every feature but `xds` (it reads the HTTP API) and those it does not implement yet.
     assert_eq!(
         m.features.len(),
-        FEATURES.len() - 1 - super::REFERENCE_PENDING.len()
+        FEATURES.len() - 1 - REFERENCE_PENDING.len()
     );
     assert!(
         !m.features
             .iter()
-            .any(|f| super::REFERENCE_PENDING.contains(&f.as_str()))
+            .any(|f| REFERENCE_PENDING.contains(&f.as_str()))
     );
     assert!(!m.is_xds() && !m.features.iter().any(|f| f == XDS_FEATURE));
     assert_eq!(m.command, REFERENCE_COMMAND);
