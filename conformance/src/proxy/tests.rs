@@ -65,9 +65,13 @@ async fn teardown_kills_the_whole_group() {
 
 #[tokio::test]
 async fn sigterm_is_enough_for_a_polite_child() {
-    let mut p =
-        ProxyProcess::spawn(&sh("trap 'echo got-term; exit 0' TERM; sleep 1000 & wait")).unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The shell says when its trap is installed: tearing down before that would kill it by the
+    // default action and test nothing.
+    let mut p = ProxyProcess::spawn(&sh(
+        "trap 'echo got-term; exit 0' TERM; echo trapped; sleep 1000 & wait",
+    ))
+    .unwrap();
+    assert_eq!(first_stdout_line(&p).await, "trapped");
     let t = p.teardown(Duration::from_secs(5)).await;
     assert!(!t.killed, "{t:?}");
     assert_eq!(t.exit, "exit status: 0");

@@ -231,7 +231,11 @@ fn imported_root_checks() {
     // Nothing changed on failure.
     let mut ca = new_ca();
     let before = ca.roots_json();
-    let _ = put(&mut ca, import_body(&key, &operator_root(&other, true)), 20);
+    let refused = put(&mut ca, import_body(&key, &operator_root(&other, true)), 20);
+    assert!(
+        refused.is_err(),
+        "a root that is not the key's must be refused"
+    );
     assert_eq!(ca.roots_json(), before);
 }
 
