@@ -4,7 +4,7 @@
 //! exists, agent failures never remove it (fail static); before it is complete, nothing is
 //! published (fail closed).
 
-mod assemble;
+pub(crate) mod assemble;
 pub mod blocking;
 mod client;
 pub(crate) mod recovery;
@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use self::assemble::{ChainKey, HealthKey, State, targets_for, upstream_specs};
+use self::assemble::{ChainKey, HealthKey, State, all_targets, targets_for, upstream_specs};
 pub(crate) use self::client::seg;
 pub use self::client::{AgentClient, Blocking, REQUEST_TIMEOUT, http_timeout, normalize_addr};
 use self::types::{AgentService, CaRoots, CompiledChain, HealthEntry, LeafCert};
@@ -342,6 +342,10 @@ fn reconcile(
         }
         let (targets, _) = targets_for(spec, state.chains.get(&key), &svc.datacenter);
         wanted_health.extend(targets.iter().map(|t| t.health_key(&svc.datacenter)));
+        if let Some(chain) = state.chains.get(&key) {
+            let all = all_targets(chain, &state.hooks);
+            wanted_health.extend(all.iter().map(|t| t.health_key(&svc.datacenter)));
+        }
     }
     w.health.retain(|k, _| wanted_health.contains(k));
     for key in wanted_health {

@@ -9,13 +9,14 @@ mod drop_on_change;
 mod endpoints;
 mod h2;
 mod outbound;
+mod routing;
 mod transparent;
 
 use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 38] = [
+const CATALOGUE: [&str; 50] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -54,6 +55,18 @@ const CATALOGUE: [&str; 38] = [
     "leaf-without-chain",
     "roots-only-verification",
     "policy-on-timer",
+    "ignore-routes",
+    "ignore-splits",
+    "ignore-subsets",
+    "no-retries",
+    "retry-unbounded",
+    "ignore-timeouts",
+    "ignore-prefix-rewrite",
+    "ignore-header-manipulation",
+    "ignore-limits",
+    "no-outlier-detection",
+    "ignore-hash-policy",
+    "stale-routes",
 ];
 
 #[test]

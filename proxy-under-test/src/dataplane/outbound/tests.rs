@@ -86,6 +86,7 @@ fn upstream(targets: Vec<Target>) -> Upstream {
         protocol: crate::knobs::Protocol::Tcp,
         targets,
         virtual_ips: vec![],
+        l7: None,
     }
 }
 
