@@ -17,7 +17,7 @@ fn chain(v: Value) -> CompiledChain {
     serde_json::from_value(v).unwrap()
 }
 
-fn router(routes: Value) -> RouteTable {
+fn router(routes: &Value) -> RouteTable {
     RouteTable::from_chain(&chain(json!({
         "StartNode": "router:web",
         "Nodes": {
@@ -56,7 +56,7 @@ fn default_route() -> Value {
 
 #[test]
 fn first_match_wins_and_falls_through_to_the_default() {
-    let t = router(json!([
+    let t = router(&json!([
         {"Definition": {"Match": {"HTTP": {"PathPrefix": "/api"}}}, "NextNode": "resolver:v1"},
         {"Definition": {"Match": {"HTTP": {"PathPrefix": "/api/v2"}}}, "NextNode": "resolver:v2"},
         default_route()
@@ -78,7 +78,7 @@ fn first_match_wins_and_falls_through_to_the_default() {
 
 #[test]
 fn every_match_kind() {
-    let t = router(json!([
+    let t = router(&json!([
         {"Definition": {"Match": {"HTTP": {"PathExact": "/exact"}}}, "NextNode": "resolver:v1"},
         {"Definition": {"Match": {"HTTP": {"PathRegex": "/re/[0-9]+"}}}, "NextNode": "resolver:v1"},
         {"Definition": {"Match": {"HTTP": {"PathPrefix": "/CI", "CaseInsensitive": true}}}, "NextNode": "resolver:v1"},
@@ -136,7 +136,7 @@ fn every_match_kind() {
 
 #[test]
 fn an_invalid_regex_route_is_skipped() {
-    let t = router(json!([
+    let t = router(&json!([
         {"Definition": {"Match": {"HTTP": {"PathRegex": "(["}}}, "NextNode": "resolver:v1"},
         default_route()
     ]));
@@ -145,7 +145,7 @@ fn an_invalid_regex_route_is_skipped() {
 
 #[test]
 fn splits_resolvers_and_starting_nodes() {
-    let t = router(json!([
+    let t = router(&json!([
         {"Definition": {"Match": {"HTTP": {"PathPrefix": "/"}}}, "NextNode": "splitter:web"}
     ]));
     assert_eq!(t.decide(0, 0).unwrap().cluster.name, "resolver:v1");
@@ -165,7 +165,7 @@ fn splits_resolvers_and_starting_nodes() {
 
 #[test]
 fn destination_policy_rewrite_and_header_order() {
-    let t = router(json!([
+    let t = router(&json!([
         {"Definition": {
             "Match": {"HTTP": {"PathPrefix": "/old"}},
             "Destination": {"PrefixRewrite": "/new", "RequestTimeout": "250ms", "IdleTimeout": 1000000000u64,
@@ -281,7 +281,7 @@ proptest! {
         let mut routes: Vec<Value> = prefixes.iter().map(|p| json!({
             "Definition": {"Match": {"HTTP": {"PathPrefix": p}}}, "NextNode": "resolver:v1"})).collect();
         routes.push(default_route());
-        let t = router(Value::Array(routes));
+        let t = router(&Value::Array(routes));
         let h = HeaderMap::new();
         let expected = prefixes.iter().position(|p| path.starts_with(p.as_str())).unwrap_or(prefixes.len());
         prop_assert_eq!(t.matching(&get(&path, &h)), Some(expected));

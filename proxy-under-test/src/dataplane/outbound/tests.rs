@@ -2,6 +2,7 @@
 //! round-robin spread, failover targets, no endpoint.
 
 mod h2;
+mod l7;
 mod tonic_e2e;
 
 use std::collections::BTreeSet;
