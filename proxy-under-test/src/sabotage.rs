@@ -149,6 +149,10 @@ pub enum Sabotage {
     /// `policy-on-timer`: the default intention policy is re-read only on its timer, not when the
     /// agent answers again after failing (a restarted agent's new policy is missed for minutes).
     PolicyOnTimer,
+    /// `raw-path-authz`: HTTP request paths are neither normalized nor resolved: permissions
+    /// match the path as sent and the application receives it as sent (Consul before 1.20.1,
+    /// CVE-2024-10005).
+    RawPathAuthz,
     /// `ignore-routes`: every request goes to the chain's default (last, catch-all) route.
     IgnoreRoutes,
     /// `ignore-splits`: every request takes a splitter's first split.
@@ -177,7 +181,7 @@ pub enum Sabotage {
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 50] = [
+    pub const ALL: [Self; 51] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -216,6 +220,7 @@ impl Sabotage {
         Self::LeafWithoutChain,
         Self::RootsOnlyVerification,
         Self::PolicyOnTimer,
+        Self::RawPathAuthz,
         Self::IgnoreRoutes,
         Self::IgnoreSplits,
         Self::IgnoreSubsets,
@@ -271,6 +276,7 @@ impl Sabotage {
             Self::LeafWithoutChain => "leaf-without-chain",
             Self::RootsOnlyVerification => "roots-only-verification",
             Self::PolicyOnTimer => "policy-on-timer",
+            Self::RawPathAuthz => "raw-path-authz",
             Self::IgnoreRoutes => "ignore-routes",
             Self::IgnoreSplits => "ignore-splits",
             Self::IgnoreSubsets => "ignore-subsets",

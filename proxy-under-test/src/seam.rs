@@ -25,6 +25,7 @@ use crate::cli::Invocation;
 use crate::dataplane::SnapshotRx;
 use crate::dataplane::l7::Body;
 use crate::dataplane::transparent::Route;
+use crate::normalize::PathNormalization;
 use crate::route::limits::Outlier;
 use crate::route::{Lb, RouteTable};
 use crate::snapshot::{Endpoint, LocalApp, Snapshot};
@@ -180,6 +181,12 @@ impl Hooks {
         local: Decision,
     ) -> Ready<Decision> {
         ready(local)
+    }
+
+    /// How inbound HTTP request paths are normalized, given the snapshot's options: as given.
+    #[inline]
+    pub(crate) fn path_normalization(&self, configured: PathNormalization) -> PathNormalization {
+        configured
     }
 
     /// The decision for one HTTP request of a connection, given the request's own: `d`.

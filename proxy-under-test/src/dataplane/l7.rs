@@ -111,7 +111,11 @@ impl Forwarder {
 /// a path Envoy refuses is answered here (400, or 307 to the unescaped path).
 fn normalize(snap: &Snapshot, grpc: bool, req: &mut Request<Incoming>) -> Option<Response<Body>> {
     let raw = req.uri().path_and_query()?.as_str();
-    match snap.path_normalization.apply(raw) {
+    match snap
+        .hooks
+        .path_normalization(snap.path_normalization)
+        .apply(raw)
+    {
         PathAction::Forward(path) if path == raw => None,
         PathAction::Forward(path) => {
             tracing::debug!(raw, normalized = %path, "request path normalized");

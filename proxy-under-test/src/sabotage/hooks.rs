@@ -18,6 +18,7 @@ use crate::agent::AgentClient;
 use crate::agent::types::AgentProxy;
 use crate::authz::{Decision, DefaultPolicy, IntentionSet};
 use crate::dataplane::l7::Body;
+use crate::normalize::{EscapedSlashes, PathNormalization};
 use crate::snapshot::{Endpoint, LocalApp, Snapshot};
 use crate::spiffe::{ServiceId, service_id_of_cert};
 use crate::tls::{ExpectedServer, InboundTls, Leaf, TlsError, TrustRoots};
@@ -131,6 +132,19 @@ impl Hooks {
         match agent::authorize(client, &snap.service, &uri, &serial, timeout).await {
             Ok((allowed, reason)) => Decision { allowed, reason },
             Err(e) => refused(format!("authz call failed: {e}")),
+        }
+    }
+
+    /// `raw-path-authz`: no normalization at all (the path is matched and forwarded as sent).
+    pub(crate) fn path_normalization(&self, configured: PathNormalization) -> PathNormalization {
+        if self.has(Sabotage::RawPathAuthz) {
+            PathNormalization {
+                normalize_path: false,
+                merge_slashes: false,
+                escaped_slashes: EscapedSlashes::KeepUnchanged,
+            }
+        } else {
+            configured
         }
     }
 

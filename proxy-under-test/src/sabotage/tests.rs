@@ -8,6 +8,7 @@ mod dataplane;
 mod drop_on_change;
 mod endpoints;
 mod h2;
+mod normalize;
 mod outbound;
 mod routing;
 mod transparent;
@@ -16,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 50] = [
+const CATALOGUE: [&str; 51] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -55,6 +56,7 @@ const CATALOGUE: [&str; 50] = [
     "leaf-without-chain",
     "roots-only-verification",
     "policy-on-timer",
+    "raw-path-authz",
     "ignore-routes",
     "ignore-splits",
     "ignore-subsets",
