@@ -7,6 +7,7 @@ mod chain_check;
 mod checks;
 mod expected;
 mod observe;
+mod route;
 mod streams;
 mod transparent;
 mod usage;
@@ -57,6 +58,8 @@ pub(crate) struct Exec<'w> {
     pub(crate) timeline: Vec<TimelineEvent>,
     pub(crate) checks: Vec<CheckResult>,
     conns: BTreeMap<String, Conn>,
+    /// `open-upstream` connections from the app, with their protocol.
+    upstream_conns: BTreeMap<String, (probe::L7Conn, scenarios::AppProtocol)>,
     named: BTreeMap<String, ClientIdentity>,
     cache: BTreeMap<String, (Instant, Option<ClientIdentity>)>,
     marks: BTreeMap<String, Mark>,
@@ -83,6 +86,7 @@ impl<'w> Exec<'w> {
             timeline: Vec::new(),
             checks: Vec::new(),
             conns: BTreeMap::new(),
+            upstream_conns: BTreeMap::new(),
             named: BTreeMap::new(),
             cache: BTreeMap::new(),
             marks: BTreeMap::new(),
@@ -163,6 +167,12 @@ impl<'w> Exec<'w> {
                 tokio::time::sleep(d).await;
                 Ok(())
             }
+            Step::Instance { instance, answer } => self.set_answer(instance, answer),
+            Step::OpenUpstream {
+                conn,
+                upstream,
+                protocol,
+            } => self.open_upstream(conn, upstream, *protocol).await,
             Step::AddInstance(spec) => {
                 self.world.start_instance(spec).await?;
                 self.agent_step(step).await

@@ -7,6 +7,7 @@ mod conn;
 mod h2;
 mod http;
 mod inbound;
+mod l7;
 mod upstream;
 
 use std::io;
@@ -26,6 +27,7 @@ pub(crate) use self::h2::describe as describe_streams;
 pub(crate) use self::h2::{GrpcCall, connect_plain as h2_plain, connect_tls as h2_tls};
 pub(crate) use self::http::{HttpProbe, one_shot as http_one_shot};
 pub(crate) use self::inbound::{Inbound, inbound, inbound_plain};
+pub(crate) use self::l7::{L7Conn, L7Request, Reply};
 pub(crate) use self::upstream::{listener_open, upstream_once};
 use crate::tls::{self, Captured};
 

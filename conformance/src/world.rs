@@ -26,7 +26,7 @@ use scenarios::{InstanceSpec, Policy, Setup, Timeouts, TokenDelivery};
 #[cfg(test)]
 pub(crate) use self::apps::start as start_app;
 pub(crate) use self::apps::{App, AppBind, AppKind};
-pub(crate) use self::instances::Instances;
+pub(crate) use self::instances::{Instances, REQUEST_HEADER, SERVED_BY};
 pub(crate) use self::transparent::Pod;
 pub(crate) use self::xds::XdsWorld;
 use crate::error::Error;
@@ -63,6 +63,8 @@ pub(crate) struct World {
     pub(crate) pod: Option<Pod>,
     /// An xDS proxy's gRPC address, bootstrap and admin address.
     pub(crate) xds: Option<XdsWorld>,
+    /// The scenario's seed (what `spread` checks derive their header values from).
+    pub(crate) seed: u64,
     token_file: PathBuf,
     dir: tempfile::TempDir,
 }
@@ -176,7 +178,8 @@ impl World {
             _ => None,
         };
         for spec in &setup.instances {
-            let i = instances::start(spec, &control, pod.as_ref().map(Pod::node)).await?;
+            let node = pod.as_ref().map(Pod::node);
+            let i = instances::start(spec, &control, node, instances.log()).await?;
             ports.instances.insert(spec.id.clone(), i.addr.port());
             instances.insert(i);
         }
@@ -196,6 +199,7 @@ impl World {
             instances,
             pod,
             xds,
+            seed,
             token_file,
             dir,
         })
@@ -355,7 +359,7 @@ impl World {
     /// step's catalog registration can follow.
     pub(crate) async fn start_instance(&mut self, spec: &InstanceSpec) -> Result<(), Error> {
         let node = self.pod.as_ref().map(Pod::node);
-        let i = instances::start(spec, self.sim.control(), node).await?;
+        let i = instances::start(spec, self.sim.control(), node, self.instances.log()).await?;
         self.play.set_instance_port(&spec.id, i.addr.port());
         self.instances.insert(i);
         Ok(())

@@ -1,5 +1,5 @@
 //! The embedded catalogue: every scenario file under `catalogue/`, compiled into the crate, in
-//! profile order (core, l7, extended, transparent) then by id.
+//! profile order (core, l7, extended, transparent, l7-traffic) then by id.
 
 use crate::model::Scenario;
 use crate::parse::parse;
@@ -193,6 +193,54 @@ const FILES: &[(&str, &str)] = &[
     (
         "catalogue/transparent/uds-upstream.toml",
         include_str!("../catalogue/transparent/uds-upstream.toml"),
+    ),
+    (
+        "catalogue/l7-traffic/traffic-change-on-keepalive.toml",
+        include_str!("../catalogue/l7-traffic/traffic-change-on-keepalive.toml"),
+    ),
+    (
+        "catalogue/l7-traffic/traffic-lb-hash.toml",
+        include_str!("../catalogue/l7-traffic/traffic-lb-hash.toml"),
+    ),
+    (
+        "catalogue/l7-traffic/traffic-lb-least-request.toml",
+        include_str!("../catalogue/l7-traffic/traffic-lb-least-request.toml"),
+    ),
+    (
+        "catalogue/l7-traffic/traffic-limits.toml",
+        include_str!("../catalogue/l7-traffic/traffic-limits.toml"),
+    ),
+    (
+        "catalogue/l7-traffic/traffic-passive-health.toml",
+        include_str!("../catalogue/l7-traffic/traffic-passive-health.toml"),
+    ),
+    (
+        "catalogue/l7-traffic/traffic-retries.toml",
+        include_str!("../catalogue/l7-traffic/traffic-retries.toml"),
+    ),
+    (
+        "catalogue/l7-traffic/traffic-retry-connect-failure.toml",
+        include_str!("../catalogue/l7-traffic/traffic-retry-connect-failure.toml"),
+    ),
+    (
+        "catalogue/l7-traffic/traffic-rewrite-headers.toml",
+        include_str!("../catalogue/l7-traffic/traffic-rewrite-headers.toml"),
+    ),
+    (
+        "catalogue/l7-traffic/traffic-route-matches.toml",
+        include_str!("../catalogue/l7-traffic/traffic-route-matches.toml"),
+    ),
+    (
+        "catalogue/l7-traffic/traffic-split-weights.toml",
+        include_str!("../catalogue/l7-traffic/traffic-split-weights.toml"),
+    ),
+    (
+        "catalogue/l7-traffic/traffic-subsets.toml",
+        include_str!("../catalogue/l7-traffic/traffic-subsets.toml"),
+    ),
+    (
+        "catalogue/l7-traffic/traffic-timeouts.toml",
+        include_str!("../catalogue/l7-traffic/traffic-timeouts.toml"),
     ),
 ];
 

@@ -11,10 +11,12 @@
 use serde::{Deserialize, Serialize};
 
 mod check;
+mod route;
 mod setup;
 mod step;
 
 pub use self::check::{Check, InboundVia, Outcome, RootRef, UpstreamVia};
+pub use self::route::{Answer, AppProtocol, BurstCheck, RequestCheck, SpreadCheck};
 pub use self::setup::{
     CaSetup, Identity, InstanceSpec, IntentionSpec, Policy, Setup, TokenDelivery, TransparentSpec,
     UpstreamSpec,
@@ -60,6 +62,9 @@ pub enum Profile {
     Extended,
     /// Transparent proxying, unix sockets, hostname endpoints.
     Transparent,
+    /// Outbound L7 traffic management per the discovery chain: routes, splits, subsets,
+    /// retries, timeouts, header manipulation, load balancing, passive health, limits.
+    L7Traffic,
 }
 
 /// A property-based scenario's generator.

@@ -25,6 +25,10 @@ pub const FEATURES: &[&str] = &[
     // the sim's xDS server and writes a bootstrap; checks that read the HTTP request log are
     // not supported for such a proxy.
     "xds",
+    // Outbound L7 traffic management per the discovery chain (the `l7-traffic` profile):
+    // routes, splits, subsets, retries, timeouts, headers, load balancing, passive health,
+    // limits.
+    "l7-traffic",
 ];
 
 /// The deliberately broken behaviours of the reference proxy (`--sabotage NAME`, test builds

@@ -9,6 +9,7 @@
 
 mod checks;
 mod fields;
+mod route;
 mod setup;
 mod steps;
 

@@ -268,6 +268,8 @@ impl Play {
                 format!("sidecar re-registered with upstream {name}")
             }
             Step::Issue { .. }
+            | Step::Instance { .. }
+            | Step::OpenUpstream { .. }
             | Step::Open { .. }
             | Step::Mark { .. }
             | Step::Idle { .. }

@@ -80,5 +80,6 @@ pub(super) fn report_profile(p: Profile) -> reports::Profile {
         Profile::L7 => reports::Profile::L7,
         Profile::Extended => reports::Profile::Extended,
         Profile::Transparent => reports::Profile::Transparent,
+        Profile::L7Traffic => reports::Profile::L7Traffic,
     }
 }

@@ -17,6 +17,7 @@ pub(super) fn print_list(plan: &[(Scenario, bool)]) {
             Profile::L7 => "l7",
             Profile::Extended => "extended",
             Profile::Transparent => "transparent",
+            Profile::L7Traffic => "l7-traffic",
         };
         let skip = if *skipped { "  (skipped)" } else { "" };
         println!("{:<34} {:<11} {}{skip}", s.id, p, s.features.join(","));

@@ -184,6 +184,9 @@ impl Exec<'_> {
             Check::Upstream { upstream, .. }
             | Check::UpstreamRefused { upstream }
             | Check::ListenerOpen { upstream }
+            | Check::Request(scenarios::RequestCheck { upstream, .. })
+            | Check::Spread(scenarios::SpreadCheck { upstream, .. })
+            | Check::Burst(scenarios::BurstCheck { upstream, .. })
                 if self.world.upstream_addr(upstream).is_none() =>
             {
                 return Err(Error::Step(format!(

@@ -188,6 +188,9 @@ pub(super) fn expected(
             }
             format!("agent usage: {}", parts.join(", "))
         }
+        Check::Request(c) => super::route::expected::request(c),
+        Check::Spread(c) => super::route::expected::spread(c),
+        Check::Burst(c) => super::route::expected::burst(c),
         Check::IndexResetHonoured => {
             "after the index reset the proxy sends a smaller index and keeps blocking".into()
         }

@@ -164,6 +164,9 @@ impl Exec<'_> {
                 };
                 self.observe_upstream(&to, reach, *all, presented).await
             }
+            Check::Request(c) => self.observe_request(c).await,
+            Check::Spread(c) => self.observe_spread(c).await,
+            Check::Burst(c) => self.observe_burst(c).await,
             Check::UnknownDestination { outcome } => self.observe_unknown(*outcome).await,
             Check::NoRedirectLoop => self.observe_no_loop().await,
             Check::UpstreamRefused { upstream } => {

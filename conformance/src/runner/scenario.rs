@@ -112,6 +112,7 @@ fn profile(p: scenarios::Profile) -> reports::Profile {
         scenarios::Profile::L7 => reports::Profile::L7,
         scenarios::Profile::Extended => reports::Profile::Extended,
         scenarios::Profile::Transparent => reports::Profile::Transparent,
+        scenarios::Profile::L7Traffic => reports::Profile::L7Traffic,
     }
 }
 

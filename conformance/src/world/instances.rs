@@ -2,8 +2,13 @@
 //! (an impostor presents another service's), requiring a client certificate chained to the
 //! sim's current roots. Per connection an instance reads one line (the probe's token), records
 //! which identity the client (the proxy) presented, and answers with its instance id; an
-//! `http2`/`grpc` instance instead serves HTTP/2 (ALPN `h2`, or detected without ALPN) and
-//! answers every stream as `apps/h2.rs` says, recording each stream's `x-conformance-token`.
+//! `http`/`http2`/`grpc` instance instead serves HTTP/1.1 and HTTP/2 (ALPN `h2` or `http/1.1`,
+//! or detected without ALPN), records each stream's `x-conformance-token`, and logs and answers
+//! every request as `instances/http.rs` says (its `Answer` can be changed live). An instance
+//! told to `refuse` closes every connection before TLS; a `blackhole` one never accepts and keeps
+//! its listen backlog full, so connects to it stay pending.
+
+mod http;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -13,12 +18,14 @@ use std::time::Duration;
 use agent_sim::Control;
 use agent_sim::ca::ClientIdentity;
 use parking_lot::Mutex;
-use scenarios::InstanceSpec;
+use scenarios::{Answer, InstanceSpec};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
+use self::http::HttpInstance;
+pub(crate) use self::http::{Log, REQUEST_HEADER, SERVED_BY};
 use super::apps::h2;
 use crate::error::Error;
 use crate::grpc;
@@ -43,7 +50,11 @@ pub(crate) struct Instance {
     pub(crate) addr: SocketAddr,
     seen: Arc<Mutex<Vec<Seen>>>,
     failures: Arc<Mutex<Vec<String>>>,
+    /// How an HTTP instance answers now.
+    answer: Arc<Mutex<Answer>>,
     task: JoinHandle<()>,
+    /// A blackhole's own connections that fill its listen backlog (kept open).
+    _backlog: Vec<TcpStream>,
 }
 
 impl Drop for Instance {
@@ -58,6 +69,11 @@ impl Instance {
         self.seen.lock().iter().find(|s| s.token == token).cloned()
     }
 
+    /// From now on, answer as `a` says.
+    pub(crate) fn set_answer(&self, a: &Answer) {
+        *self.answer.lock() = a.clone();
+    }
+
     /// Handshakes or reads that failed (newest last).
     pub(crate) fn failures(&self) -> Vec<String> {
         self.failures.lock().clone()
@@ -66,11 +82,20 @@ impl Instance {
 
 /// Every instance of a scenario, by id.
 #[derive(Debug, Default)]
-pub(crate) struct Instances(BTreeMap<String, Instance>);
+pub(crate) struct Instances(BTreeMap<String, Instance>, Arc<Log>);
 
 impl Instances {
     pub(crate) fn insert(&mut self, i: Instance) {
         self.0.insert(i.id.clone(), i);
+    }
+
+    /// The request log all HTTP instances share.
+    pub(crate) fn log(&self) -> &Arc<Log> {
+        &self.1
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<&Instance> {
+        self.0.get(id)
     }
 
     /// The instance that received `token`, with what it saw.
@@ -89,11 +114,13 @@ pub(crate) async fn start(
     spec: &InstanceSpec,
     control: &Control,
     node: Option<&Node>,
+    log: &Arc<Log>,
 ) -> Result<Instance, Error> {
     let identity = spec.identity.as_deref().unwrap_or(&spec.service);
     let leaf = control.issue_identity(identity)?;
     let bound = match node {
         Some(n) => n.listen(SocketAddr::from((NODE_IP, 0))),
+        None if spec.answer.blackhole => blackhole_listener(),
         None => TcpListener::bind("127.0.0.1:0").await,
     };
     let listener = bound.map_err(|e| Error::io(format!("bind instance {}", spec.id), e))?;
@@ -102,12 +129,36 @@ pub(crate) async fn start(
         .map_err(|e| Error::io("read the instance address", e))?;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let failures = Arc::new(Mutex::new(Vec::new()));
-    let http2 = matches!(spec.protocol.as_deref(), Some("http2" | "grpc"));
+    let answer = Arc::new(Mutex::new(spec.answer.clone()));
+    let http = matches!(spec.protocol.as_deref(), Some("http" | "http2" | "grpc"));
+    if spec.answer.blackhole {
+        let backlog = fill_backlog(addr).await;
+        return Ok(Instance {
+            id: spec.id.clone(),
+            addr,
+            seen,
+            failures,
+            answer,
+            task: tokio::spawn(async move {
+                let _listener = listener;
+                std::future::pending::<()>().await;
+            }),
+            _backlog: backlog,
+        });
+    }
+    let server = HttpInstance {
+        server: Arc::new(h2::Server {
+            served_by: spec.id.clone(),
+            client: None,
+        }),
+        answer: answer.clone(),
+        log: log.clone(),
+    };
     let task = tokio::spawn(serve(
         listener,
         control.clone(),
         leaf,
-        (spec.id.clone(), http2),
+        (server, http),
         seen.clone(),
         failures.clone(),
     ));
@@ -116,20 +167,47 @@ pub(crate) async fn start(
         addr,
         seen,
         failures,
+        answer,
         task,
+        _backlog: Vec::new(),
     })
+}
+
+/// A listener with the smallest backlog the kernel allows; never accepted from.
+fn blackhole_listener() -> std::io::Result<TcpListener> {
+    let s = tokio::net::TcpSocket::new_v4()?;
+    s.bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+    s.listen(0)
+}
+
+/// Connects to `addr` until a connect stays pending: the backlog is then full and the kernel
+/// drops further SYNs.
+async fn fill_backlog(addr: SocketAddr) -> Vec<TcpStream> {
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        match tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => held.push(s),
+            _ => break,
+        }
+    }
+    held
 }
 
 async fn serve(
     listener: TcpListener,
     control: Control,
     leaf: ClientIdentity,
-    (id, http2): (String, bool),
+    (server, http): (HttpInstance, bool),
     seen: Arc<Mutex<Vec<Seen>>>,
     failures: Arc<Mutex<Vec<String>>>,
 ) {
     let mut conns = tokio::task::JoinSet::new();
+    let http2 = http;
     while let Ok((stream, _)) = listener.accept().await {
+        if server.answer.lock().refuse {
+            drop(stream);
+            continue;
+        }
         // Roots can rotate: build the verifier from the current ones for every connection.
         let roots = agent_sim::play::roots(&control).pems;
         let cfg = match tls::server_config(&leaf, &roots) {
@@ -144,12 +222,12 @@ async fn serve(
                 continue;
             }
         };
-        let (id, seen, failures) = (id.clone(), seen.clone(), failures.clone());
+        let (server, seen, failures) = (server.clone(), seen.clone(), failures.clone());
         conns.spawn(async move {
             let r = if http2 {
-                handle_h2(stream, cfg, id, seen).await
+                handle_h2(stream, cfg, server, seen).await
             } else {
-                handle(stream, cfg, &id, &seen).await
+                handle(stream, cfg, &server.server.served_by, &seen).await
             };
             if let Err(e) = r {
                 failures.lock().push(e);
@@ -194,11 +272,12 @@ async fn handle(
     Ok(())
 }
 
-/// An HTTP/2 connection: every stream answered, its token recorded with the client identity.
+/// An HTTP connection (HTTP/1.1 or HTTP/2): every request answered, its token recorded with
+/// the client identity.
 async fn handle_h2(
     stream: TcpStream,
     cfg: Arc<rustls::ServerConfig>,
-    id: String,
+    mut server: HttpInstance,
     seen: Arc<Mutex<Vec<Seen>>>,
 ) -> Result<(), String> {
     use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -213,8 +292,8 @@ async fn handle_h2(
         .peer_certificates()
         .and_then(|c| c.first())
         .and_then(|c| tls::uri_sans(c).into_iter().next());
-    let server = Arc::new(h2::Server {
-        served_by: id,
+    server.server = Arc::new(h2::Server {
+        served_by: server.server.served_by.clone(),
         client: presented
             .as_deref()
             .and_then(tls::spiffe_service)
@@ -232,7 +311,7 @@ async fn handle_h2(
             });
         }
         let server = server.clone();
-        async move { Ok::<_, std::convert::Infallible>(h2::answer(req, &server).await) }
+        async move { server.handle(req).await }
     });
     hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
         .serve_connection(TokioIo::new(tls), svc)

@@ -41,6 +41,7 @@ pub enum Profile {
     L7,
     Extended,
     Transparent,
+    L7Traffic,
 }
 
 /// RFC 2119 level of a check: a failed `Should` only makes the scenario non-strict.
@@ -147,15 +148,22 @@ impl fmt::Display for Verdict {
 
 impl Profile {
     /// Every profile, in report order.
-    pub const ALL: [Self; 4] = [Self::Core, Self::L7, Self::Extended, Self::Transparent];
+    pub const ALL: [Self; 5] = [
+        Self::Core,
+        Self::L7,
+        Self::Extended,
+        Self::Transparent,
+        Self::L7Traffic,
+    ];
 
-    /// The stable kebab-case name (`core`, `l7`, `extended`, `transparent`).
+    /// The stable kebab-case name (`core`, `l7`, `extended`, `transparent`, `l7-traffic`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Core => "core",
             Self::L7 => "l7",
             Self::Extended => "extended",
             Self::Transparent => "transparent",
+            Self::L7Traffic => "l7-traffic",
         }
     }
 }

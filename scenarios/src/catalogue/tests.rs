@@ -79,6 +79,23 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "hostname-endpoint",
         ],
     ),
+    (
+        "l7-traffic",
+        &[
+            "traffic-change-on-keepalive",
+            "traffic-lb-hash",
+            "traffic-lb-least-request",
+            "traffic-limits",
+            "traffic-passive-health",
+            "traffic-retries",
+            "traffic-retry-connect-failure",
+            "traffic-rewrite-headers",
+            "traffic-route-matches",
+            "traffic-split-weights",
+            "traffic-subsets",
+            "traffic-timeouts",
+        ],
+    ),
 ];
 
 fn profile_name(p: Profile) -> &'static str {
@@ -87,6 +104,7 @@ fn profile_name(p: Profile) -> &'static str {
         Profile::L7 => "l7",
         Profile::Extended => "extended",
         Profile::Transparent => "transparent",
+        Profile::L7Traffic => "l7-traffic",
     }
 }
 
@@ -137,6 +155,17 @@ fn every_scenario_but_trust_domain_check_claims_a_broken_behaviour() {
     for s in catalogue() {
         if s.id == "trust-domain-check" {
             assert!(s.catches.is_empty(), "trust-domain-check is informational");
+            continue;
+        }
+        if s.profile == Profile::L7Traffic {
+            // The reference proxy does not claim `l7-traffic` yet, so the self-test could not
+            // prove any sabotage caught there (a sabotaged run would be not-supported, not
+            // failed): each file names its planned sabotages in a comment until it does.
+            assert!(
+                s.catches.is_empty(),
+                "{}: the reference proxy has no l7-traffic yet",
+                s.id
+            );
             continue;
         }
         assert!(!s.catches.is_empty(), "{} catches nothing", s.id);

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Identity, db};
+use super::{BurstCheck, Identity, RequestCheck, SpreadCheck, db};
 use serde::{Deserialize, Serialize};
 
 /// What a check observes.
@@ -161,6 +161,13 @@ pub enum Check {
         #[serde(default)]
         max_requests_per_minute: Option<u32>,
     },
+    /// `l7-traffic`: one request from the app through an upstream's local listener.
+    Request(RequestCheck),
+    /// `l7-traffic`: many requests, spread over the instances as said (splits, subsets, load
+    /// balancing, stickiness, ejection).
+    Spread(SpreadCheck),
+    /// `l7-traffic`: requests at once, some of them over the upstream's limits.
+    Burst(BurstCheck),
     /// The proxy sent a request with an index smaller than one it had already used (it noticed
     /// the reset) and kept using blocking queries afterwards.
     IndexResetHonoured,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{db, yes};
+use super::{Answer, db, yes};
 
 /// The world before the proxy starts.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -145,11 +145,21 @@ pub struct InstanceSpec {
     /// Register its address as this hostname instead of `127.0.0.1`.
     #[serde(default)]
     pub hostname: Option<String>,
-    /// What it serves: `tcp` (default: one token line, answered with its id), or `http2` /
-    /// `grpc` (HTTP/2 over mTLS, ALPN `h2`, answering gRPC calls with trailers; the service's
-    /// protocol must then be set by a `service-defaults` entry).
+    /// What it serves: `tcp` (default: one token line, answered with its id), or `http` /
+    /// `http2` / `grpc` (HTTP/1.1 or HTTP/2 over mTLS, ALPN `h2` and `http/1.1`, answering gRPC
+    /// calls with trailers and other requests with what they carried, as `answer` says; the
+    /// service's protocol must then be set by a `service-defaults` entry).
     #[serde(default)]
     pub protocol: Option<String>,
+    /// `Service.Meta` of its registration (what subset filters select on).
+    #[serde(default)]
+    pub meta: BTreeMap<String, String>,
+    /// `Service.Tags` of its registration.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// How it answers HTTP requests (`http`, `http2`, `grpc`), and whether it accepts at all.
+    #[serde(default)]
+    pub answer: Answer,
 }
 
 /// An intention in shorthand.

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Check, Identity, InstanceSpec, IntentionSpec, Policy, db, yes};
+use super::{Answer, AppProtocol, Check, Identity, InstanceSpec, IntentionSpec, Policy, db, yes};
 
 /// One step of the timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,6 +70,14 @@ pub enum Step {
     },
     /// Start and register another upstream instance.
     AddInstance(InstanceSpec),
+    /// Change how a harness-run HTTP instance answers from now on (its registration and health
+    /// stay as they are).
+    Instance {
+        /// Instance id.
+        instance: String,
+        /// How it answers now (`blackhole` is for the setup only).
+        answer: Answer,
+    },
     /// Re-register the sidecar with one more upstream (a non-initial one from the setup).
     AddUpstream {
         /// The upstream's name.
@@ -92,6 +100,17 @@ pub enum Step {
         /// (one HTTP/2 connection, ALPN `h2`, that carries many streams).
         #[serde(default)]
         protocol: ConnProtocol,
+    },
+    /// Open a cleartext connection from the app to an upstream's local listener and keep it
+    /// open, for `request` checks with `conn` (a keep-alive HTTP/1.1 or an HTTP/2 connection).
+    OpenUpstream {
+        /// Connection name for later steps.
+        conn: String,
+        /// The upstream whose listener it connects to.
+        upstream: String,
+        /// `http1` (default) or `h2c` (`grpc` is h2c too).
+        #[serde(default)]
+        protocol: AppProtocol,
     },
     /// Name this moment: `served-leaf` checks can compare against the leaf served now, and
     /// `agent-usage` checks look at the requests since the last mark.

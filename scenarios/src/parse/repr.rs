@@ -16,9 +16,9 @@ use serde_json::{Map, Value};
 
 use crate::error::{FieldPath, Seg};
 use crate::model::{
-    Check, ConnProtocol, Expectation, FaultSpec, Generator, Identity, InboundVia, InstanceSpec,
-    IntentionSpec, Outcome, Policy, Profile, Requirement, RootRef, Scenario, Setup, Step,
-    UpstreamVia,
+    Answer, AppProtocol, BurstCheck, Check, ConnProtocol, Expectation, FaultSpec, Generator,
+    Identity, InboundVia, InstanceSpec, IntentionSpec, Outcome, Policy, Profile, RequestCheck,
+    Requirement, RootRef, Scenario, Setup, SpreadCheck, Step, UpstreamVia,
 };
 
 /// Starts and ends the encoded inner path of an error message.
@@ -215,6 +215,10 @@ enum StepRepr {
         status: String,
     },
     AddInstance(InstanceSpec),
+    Instance {
+        instance: String,
+        answer: Answer,
+    },
     AddUpstream {
         name: String,
     },
@@ -228,6 +232,12 @@ enum StepRepr {
         identity: Identity,
         #[serde(default)]
         protocol: ConnProtocol,
+    },
+    OpenUpstream {
+        conn: String,
+        upstream: String,
+        #[serde(default)]
+        protocol: AppProtocol,
     },
     Mark {
         name: String,
@@ -344,6 +354,9 @@ enum CheckRepr {
         #[serde(default)]
         max_requests_per_minute: Option<u32>,
     },
+    Request(RequestCheck),
+    Spread(SpreadCheck),
+    Burst(BurstCheck),
     IndexResetHonoured {},
 }
 

@@ -215,6 +215,9 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             }
             service_name(&at.key("presented"), presented)
         }
+        Check::Request(c) => super::route::check_request(at, c, st),
+        Check::Spread(c) => super::route::check_spread(at, c, st),
+        Check::Burst(c) => super::route::check_burst(at, c, st),
         Check::UpstreamRefused { upstream } | Check::ListenerOpen { upstream } => {
             present_upstream(&at.key("upstream"), upstream, st)
         }

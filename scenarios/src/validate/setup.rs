@@ -95,9 +95,14 @@ pub(crate) fn check_instance(
         return Err(FieldError::new(at.key("hostname"), "must be a host name"));
     }
     if let Some(p) = &inst.protocol {
-        one_of(&at.key("protocol"), p, &["tcp", "http2", "grpc"])?;
+        one_of(&at.key("protocol"), p, &["tcp", "http", "http2", "grpc"])?;
     }
-    Ok(())
+    for (k, _) in &inst.meta {
+        if k.is_empty() {
+            return Err(FieldError::new(at.key("meta"), "an empty key"));
+        }
+    }
+    super::route::check_instance_answer(at, inst)
 }
 
 /// A `socket_mode` as a file mode: octal digits (a leading `0` optional), at most `0777`.

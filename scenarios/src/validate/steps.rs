@@ -21,6 +21,8 @@ pub(super) struct State<'a> {
     /// Upstreams of the setup not yet added (`initial = false`).
     pub(super) pending_upstreams: BTreeSet<&'a str>,
     pub(super) conns: BTreeMap<&'a str, ConnProtocol>,
+    /// `open-upstream` connections, with their upstream.
+    pub(super) upstream_conns: BTreeMap<&'a str, &'a str>,
     pub(super) issued: BTreeSet<&'a str>,
     pub(super) marks: BTreeSet<&'a str>,
     pub(super) index_reset: bool,
@@ -46,6 +48,7 @@ pub(super) fn check_steps(s: &Scenario) -> Result<(), FieldError> {
             .map(|u| u.name.as_str())
             .collect(),
         conns: BTreeMap::new(),
+        upstream_conns: BTreeMap::new(),
         issued: BTreeSet::new(),
         marks: BTreeSet::new(),
         index_reset: false,
@@ -128,6 +131,26 @@ fn check_step<'a>(
                     ),
                 ))
             }
+        }
+        Step::Instance { instance, answer } => {
+            known_instance(&at.key("instance"), instance, st)?;
+            super::route::check_answer(&at.key("answer"), answer, true)
+        }
+        Step::OpenUpstream { conn, upstream, .. } => {
+            service_name(&at.key("conn"), conn)?;
+            present_upstream(&at.key("upstream"), upstream, st)?;
+            if st.conns.contains_key(conn.as_str())
+                || st
+                    .upstream_conns
+                    .insert(conn.as_str(), upstream.as_str())
+                    .is_some()
+            {
+                return Err(FieldError::new(
+                    at.key("conn"),
+                    format!("connection {conn:?} is already open"),
+                ));
+            }
+            Ok(())
         }
         Step::Issue { name, service } => {
             service_name(&at.key("service"), service)?;

@@ -18,6 +18,8 @@ pub fn instance_registration(spec: &InstanceSpec, address: &str, port: u16) -> V
             "Service": format!("{}-sidecar-proxy", spec.service),
             "Address": service_address,
             "Port": port,
+            "Meta": spec.meta,
+            "Tags": spec.tags,
             "Proxy": {"DestinationServiceName": spec.service, "DestinationServiceID": spec.service},
         },
         "Check": {

@@ -12,6 +12,7 @@ fn scenario(id: &str, profile: Profile) -> Scenario {
                 Profile::L7 => "l7",
                 Profile::Extended => "extended",
                 Profile::Transparent => "transparent",
+                Profile::L7Traffic => "l7-traffic",
             }
         ),
     )

@@ -93,7 +93,7 @@ fn streams_need_an_http2_connection() {
 fn instance_protocols() {
     good("[[setup.instances]]\nid = \"c1\"\nservice = \"cache\"\nprotocol = \"grpc\"\n");
     let (f, m) =
-        bad("[[setup.instances]]\nid = \"c1\"\nservice = \"cache\"\nprotocol = \"http\"\n");
+        bad("[[setup.instances]]\nid = \"c1\"\nservice = \"cache\"\nprotocol = \"http3\"\n");
     assert_eq!(f, "setup.instances[0].protocol");
     assert!(m.contains("http2"), "{m}");
 }
