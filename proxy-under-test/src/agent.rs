@@ -327,6 +327,11 @@ fn reconcile(
         if !w.chains.contains_key(&key) {
             let (c, k2) = (client.clone(), key.clone());
             let wrap_key = key.clone();
+            let protocol = spec
+                .config
+                .get("protocol")
+                .and_then(|p| p.as_str())
+                .map(str::to_owned);
             let task = tokio::spawn(watches::index_watch(
                 "discovery_chain",
                 t,
@@ -334,8 +339,8 @@ fn reconcile(
                 tx.clone(),
                 move |r: types::ChainResponse| Update::Chain(wrap_key.clone(), Box::new(r.chain)),
                 move |i| {
-                    let (c, k) = (c.clone(), k2.clone());
-                    async move { c.discovery_chain(&k.0, &k.1, i, t.wait).await }
+                    let (c, k, p) = (c.clone(), k2.clone(), protocol.clone());
+                    async move { c.discovery_chain(&k.0, &k.1, p.as_deref(), i, t.wait).await }
                 },
             ));
             w.chains.insert(key.clone(), Task(task));

@@ -154,7 +154,7 @@ pub(crate) async fn handle<S>(
     shared: Arc<Shared>,
     source: Option<SocketAddr>,
 ) where
-    S: AsyncRead + AsyncWrite + Unpin + Send,
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let _guard = shared.track();
     shared.metrics.accepted(false);

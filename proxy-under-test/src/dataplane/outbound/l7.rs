@@ -46,7 +46,7 @@ pub(crate) async fn serve<S>(
     shared: Arc<Shared>,
     source: Option<SocketAddr>,
 ) where
-    S: AsyncRead + AsyncWrite + Unpin + Send,
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let Some(first) = shared.current() else {
         return;
@@ -68,21 +68,13 @@ pub(crate) async fn serve<S>(
     });
     let io = TokioIo::new(stream);
     let mut kill = shared.kill.clone();
-    if h2 {
-        let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-            .serve_connection(io, svc);
-        tokio::select! {
-            res = conn => if let Err(e) = res { tracing::debug!(error = %e, "upstream h2c connection ended") },
-            () = flag_set(&mut kill) => {}
-        }
-    } else {
-        let conn = hyper::server::conn::http1::Builder::new()
-            .keep_alive(true)
-            .serve_connection(io, svc);
-        tokio::select! {
-            res = conn => if let Err(e) = res { tracing::debug!(error = %e, "upstream HTTP/1.1 connection ended") },
-            () = flag_set(&mut kill) => {}
-        }
+    // Like Envoy's HTTP connection manager with codec AUTO: HTTP/1.1 or h2c (prior knowledge).
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http1().keep_alive(true);
+    let conn = builder.serve_connection(io, svc);
+    tokio::select! {
+        res = conn => if let Err(e) = res { tracing::debug!(error = %e, h2, "upstream HTTP connection ended") },
+        () = flag_set(&mut kill) => {}
     }
 }
 
@@ -226,9 +218,13 @@ async fn forward(
             return local(StatusCode::SERVICE_UNAVAILABLE, RESET_TEXT);
         };
         let mut req = Request::from_parts(parts.clone(), this_body);
-        if h2 {
-            req = absolute(req, Some(&up.name));
-        }
+        req = if h2 {
+            let mut r = absolute(req, Some(&up.name));
+            *r.version_mut() = http::Version::HTTP_2;
+            r
+        } else {
+            origin_form(req)
+        };
         let key = state::key(target, ep);
         state.start(&key);
         let attempt = Attempt {
@@ -306,6 +302,26 @@ async fn forward(
         resp.headers_mut().append(http::header::SET_COOKIE, c);
     }
     Ok(resp.map(|b| snap.hooks.response_body(b)))
+}
+
+/// `req` as HTTP/1.1 sends it: an origin-form URI, the authority (from an HTTP/2 request) moved
+/// to `Host`.
+fn origin_form<B>(mut req: Request<B>) -> Request<B> {
+    if let Some(auth) = req.uri().authority().cloned() {
+        if !req.headers().contains_key(http::header::HOST)
+            && let Ok(v) = HeaderValue::from_str(auth.as_str())
+        {
+            req.headers_mut().insert(http::header::HOST, v);
+        }
+        let pq = req
+            .uri()
+            .path_and_query()
+            .cloned()
+            .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
+        *req.uri_mut() = http::Uri::from(pq);
+    }
+    *req.version_mut() = http::Version::HTTP_11;
+    req
 }
 
 /// Removes the connection-specific headers a proxy does not forward.
