@@ -57,6 +57,8 @@ pub struct Lb {
     pub policy: LbPolicy,
     /// Hash policies with their `Terminal` flag (hash policies only).
     pub hash: Vec<(HashSource, bool)>,
+    /// least_request: random candidates compared (`ChoiceCount`, default 2).
+    pub choice_count: u32,
 }
 
 impl Lb {
@@ -96,7 +98,15 @@ impl Lb {
                 Some((src, h.terminal))
             })
             .collect();
-        Self { policy, hash }
+        let choice_count = lb
+            .least_request_config
+            .as_ref()
+            .map_or(0, |c| c.choice_count);
+        Self {
+            policy,
+            hash,
+            choice_count: if choice_count == 0 { 2 } else { choice_count },
+        }
     }
 }
 
@@ -194,8 +204,14 @@ pub fn by_hash(hash: u64, keys: &[String]) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-/// Least request, power of two choices: of the two candidates `a` and `b`, the one with fewer
-/// active requests (`a` on a tie).
-pub fn least_of_two(active: &[usize], a: usize, b: usize) -> usize {
-    if active.get(b) < active.get(a) { b } else { a }
+/// Least request as Envoy's unweighted pick: of the `candidates` (random draws, with
+/// replacement), the first with the fewest active requests.
+pub fn least_of(active: &[usize], candidates: impl IntoIterator<Item = usize>) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for c in candidates {
+        if best.is_none_or(|b| active.get(c) < active.get(b)) {
+            best = Some(c);
+        }
+    }
+    best
 }

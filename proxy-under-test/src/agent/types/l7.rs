@@ -175,9 +175,21 @@ pub struct LoadBalancer {
     /// `round_robin` (default), `least_request`, `random`, `ring_hash`, `maglev`.
     #[serde(default)]
     pub policy: String,
+    /// least_request options.
+    #[serde(default)]
+    pub least_request_config: Option<LeastRequestConfig>,
     /// Hash policies (ring_hash, maglev).
     #[serde(default, deserialize_with = "null_default")]
     pub hash_policies: Vec<HashPolicy>,
+}
+
+/// `LeastRequestConfig`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct LeastRequestConfig {
+    /// Random candidates compared (Envoy's default 2).
+    #[serde(default)]
+    pub choice_count: u32,
 }
 
 /// `HashPolicy`.

@@ -198,10 +198,10 @@ async fn forward(
         },
         &fresh,
     );
-    let connect_timeout = snap
-        .knobs
-        .upstream_connect_timeout
-        .or(cluster.and_then(|c| c.connect_timeout))
+    // The resolver's ConnectTimeout (as Envoy's cluster), else the knob, else the default.
+    let connect_timeout = cluster
+        .and_then(|c| c.connect_timeout)
+        .or(snap.knobs.upstream_connect_timeout)
         .unwrap_or(up.connect_timeout);
     let outlier = l7.and_then(|l| hooks.outlier(l.outlier));
     let started = Instant::now();

@@ -108,6 +108,7 @@ fn ignore_hash_policy_round_robins() {
     let lb = Lb {
         policy: LbPolicy::Hash,
         hash: Vec::new(),
+        choice_count: 2,
     };
     assert_eq!(reference().lb(&lb), lb);
     assert_eq!(
@@ -117,6 +118,7 @@ fn ignore_hash_policy_round_robins() {
     let lr = Lb {
         policy: LbPolicy::LeastRequest,
         hash: Vec::new(),
+        choice_count: 2,
     };
     assert_eq!(
         hooks(Sabotage::IgnoreHashPolicy).lb(&lr),

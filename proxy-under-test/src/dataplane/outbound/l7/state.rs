@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 
-use crate::route::lb::{by_hash, least_of_two};
+use crate::route::lb::{by_hash, least_of};
 use crate::route::limits::Outlier;
 use crate::route::{Lb, LbPolicy};
 use crate::snapshot::{Endpoint, Target};
@@ -110,7 +110,10 @@ impl UpstreamState {
                     .iter()
                     .map(|e| eps.get(&key(target, e)).map_or(0, |s| s.active))
                     .collect();
-                least_of_two(&active, rng.random_range(0..n), rng.random_range(0..n))
+                let draws: Vec<usize> = (0..lb.choice_count.max(1))
+                    .map(|_| rng.random_range(0..n))
+                    .collect();
+                least_of(&active, draws).unwrap_or(0)
             }
             (LbPolicy::RoundRobin, _) => {
                 let mut rr = lock(&self.round_robin);
