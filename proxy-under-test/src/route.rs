@@ -215,9 +215,8 @@ fn splits(splits: &[ChainNext]) -> Vec<Split> {
         .map(|s| {
             let d = s.definition.as_ref();
             Split {
-                weight: (s.weight * 100.0)
-                    .round()
-                    .clamp(0.0, f64::from(TOTAL_WEIGHT)) as u32,
+                // Consul's `uint32(split.Weight * 100)` on a float32 (truncating).
+                weight: ((s.weight as f32) * 100.0).clamp(0.0, TOTAL_WEIGHT as f32) as u32,
                 cluster: s.next_node.clone(),
                 request_headers: HeaderOps::new(d.and_then(|d| d.request_headers.as_ref())),
                 response_headers: HeaderOps::new(d.and_then(|d| d.response_headers.as_ref())),
