@@ -21,9 +21,9 @@
 //!   load-balancer policy and route hash policies, circuit breakers and outlier detection from
 //!   the resolved upstream config, route rewrites, timeouts, retries and header modifiers.
 //!
-//! Not modelled: HTTP filter chains on the transparent outbound listener, the virtual DNS
-//! listener, the mesh config entry (`MeshDestinationsOnly`), prepared-query upstreams, peered
-//! and sameness-group intention sources, expose paths, escape hatches.
+//! Not modelled: the virtual DNS listener, the mesh config entry (`MeshDestinationsOnly`),
+//! prepared-query upstreams, peered and sameness-group intention sources, expose paths, escape
+//! hatches.
 
 mod cluster_policy;
 mod clusters;
@@ -100,8 +100,11 @@ fn build(snap: &snapshot::Snapshot, mode: TlsMode) -> Resources {
     }
     let public = listeners::public(snap, mode);
     out.insert(types::LISTENER, Resource::pack(&public.name, &public));
-    if let Some(l) = listeners::outbound(snap) {
+    if let Some((l, routes)) = listeners::outbound(snap) {
         out.insert(types::LISTENER, Resource::pack(&l.name, &l));
+        for r in routes {
+            out.insert(types::ROUTE, Resource::pack(&r.name, &r));
+        }
     }
     for up in &snap.upstreams {
         if let Some((l, route)) = listeners::upstream(snap, up) {

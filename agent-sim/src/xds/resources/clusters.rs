@@ -77,16 +77,23 @@ pub(crate) fn resolvers(up: &Upstream) -> impl Iterator<Item = &DiscoveryResolve
     up.chain.nodes.values().filter_map(|n| n.resolver.as_ref())
 }
 
-/// The name of the cluster a resolver's traffic goes to (its target's SNI).
+/// The name of the cluster a resolver's traffic goes to (its target's SNI, customized).
 pub(crate) fn resolver_cluster(up: &Upstream, resolver: &DiscoveryResolver) -> Option<String> {
-    up.chain.targets.get(&resolver.target).map(cluster_name)
+    up.chain
+        .targets
+        .get(&resolver.target)
+        .map(|t| cluster_name(&up.chain.customization_hash, t))
 }
 
-fn cluster_name(t: &DiscoveryTarget) -> String {
-    if t.name.is_empty() {
-        t.sni.clone()
+/// `CustomizeClusterName(target.Name, chain)`: a chain compiled with overrides (the upstream
+/// config's `protocol` or `connect_timeout_ms`, a mesh gateway mode) has a customization hash,
+/// and its cluster names become `<hash>~<name>`.
+fn cluster_name(customization_hash: &str, t: &DiscoveryTarget) -> String {
+    let name = if t.name.is_empty() { &t.sni } else { &t.name };
+    if customization_hash.is_empty() {
+        name.clone()
     } else {
-        t.name.clone()
+        format!("{customization_hash}~{name}")
     }
 }
 
@@ -101,7 +108,7 @@ fn upstream_clusters(
     let Some(primary) = up.chain.targets.get(&resolver.target) else {
         return;
     };
-    let name = cluster_name(primary);
+    let name = cluster_name(&up.chain.customization_hash, primary);
     let timeout = if resolver.connect_timeout > 0 {
         resolver.connect_timeout
     } else {

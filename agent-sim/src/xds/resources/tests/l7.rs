@@ -10,7 +10,9 @@ use envoy_types::pb::envoy::config::cluster::v3::{
 };
 use envoy_types::pb::envoy::config::core::v3::HealthStatus;
 use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, lb_endpoint};
+use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::{Route, RouteAction, RouteConfiguration, route};
+use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{TcpProxy, tcp_proxy};
 use envoy_types::pb::google::protobuf::{Duration, UInt32Value, UInt64Value};
 use serde_json::{Value, json};
 
@@ -220,7 +222,29 @@ fn upstream_config_sets_connect_timeout_circuit_breakers_and_outlier_detection()
         ],
     );
     let r = build(&c, TlsMode::Inline).resources;
-    let cl: Cluster = get(&r, types::CLUSTER, &sni(&c, "", "db"));
+    // A connect timeout from the upstream config is a compile override: the chain gets a
+    // customization hash and its clusters are named `<hash>~<sni>` (`CustomizeClusterName`).
+    let name = r
+        .of(types::CLUSTER)
+        .map(|x| x.name.clone())
+        .find(|n| n.ends_with(&format!("~{}", sni(&c, "", "db"))))
+        .expect("customized cluster");
+    assert_eq!(name.split('~').next().map(str::len), Some(8), "{name}");
+    let _: ClusterLoadAssignment = get(&r, types::ENDPOINT, &name);
+    let l: Listener = get(&r, types::LISTENER, "db:127.0.0.1:9191");
+    let tp: TcpProxy = super::decode(super::typed(&l.filter_chains[0].filters[0]));
+    assert_eq!(
+        tp.cluster_specifier,
+        Some(tcp_proxy::ClusterSpecifier::Cluster(name.clone())),
+        "the listener names the customized cluster"
+    );
+    let cl: Cluster = get(&r, types::CLUSTER, &name);
+    assert_eq!(cl.alt_stat_name, name);
+    assert_eq!(
+        super::upstream_tls(&cl).sni,
+        sni(&c, "", "db"),
+        "SNI stays the target's"
+    );
     assert_eq!(
         cl.connect_timeout,
         Some(Duration {

@@ -191,3 +191,51 @@ fn ring_hash_sets_the_cluster_policy_and_route_hash_policies() {
     assert!(hp[4].terminal && !hp[0].terminal);
     validate("ring hash", &r).expect("envoy accepts");
 }
+
+/// Transparent mode: an HTTP intention upstream's filter chain on the outbound listener is the
+/// HTTP connection manager on RDS, and its route (router matches included) is sent.
+#[test]
+fn a_transparent_http_upstream_gets_rds_on_the_outbound_listener() {
+    use envoy_types::pb::envoy::config::listener::v3::Listener;
+    use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
+        HttpConnectionManager, http_connection_manager::RouteSpecifier,
+    };
+    let (_, c) = crate::assembly::sim::AgentSim::builder()
+        .seed(11)
+        .default_intention_policy(crate::state::config::IntentionDefault::Deny)
+        .build()
+        .expect("sim");
+    c.register(&json!({
+        "Name": "web", "Port": 8080,
+        "Connect": {"SidecarService": {"Port": 21000, "Proxy": {"Mode": "transparent"}}}
+    }))
+    .expect("web");
+    c.register(&json!({"Name": "cache", "Port": 5000}))
+        .expect("typical");
+    super::proxy(&c, "cache", 21005);
+    c.put_intention("web", "cache", &json!({"Action": "allow"}))
+        .expect("intention");
+    entries(
+        &c,
+        &[
+            json!({"Kind": "service-defaults", "Name": "cache", "Protocol": "http"}),
+            json!({"Kind": "service-router", "Name": "cache", "Routes": [
+                {"Match": {"HTTP": {"PathPrefix": "/slow"}},
+                 "Destination": {"RequestTimeout": "2s"}}
+            ]}),
+        ],
+    );
+    let r = build(&c, TlsMode::Inline).resources;
+    let l: Listener = get(&r, types::LISTENER, "outbound_listener:127.0.0.1:15001");
+    let hcm: HttpConnectionManager = super::decode(super::typed(&l.filter_chains[0].filters[0]));
+    assert_eq!(hcm.stat_prefix, "upstream.cache.default.default.dc1");
+    assert!(
+        matches!(&hcm.route_specifier, Some(RouteSpecifier::Rds(rds)) if rds.route_config_name == "cache")
+    );
+    let rc: envoy_types::pb::envoy::config::route::v3::RouteConfiguration =
+        get(&r, types::ROUTE, "cache");
+    let routes = &rc.virtual_hosts[0].routes;
+    assert_eq!(routes.len(), 2);
+    assert_eq!(action(&routes[0]).timeout, secs(2));
+    validate("transparent http upstream", &r).expect("envoy accepts");
+}
