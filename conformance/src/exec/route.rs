@@ -122,13 +122,13 @@ impl Exec<'_> {
         }
         match (&c.reach, &served) {
             (Some(r), None) if !r.is_empty() => {
-                problems.push(format!("no instance of {r:?} answered"))
+                problems.push(format!("no instance of {r:?} answered"));
             }
             (Some(r), Some(s)) if r.is_empty() => {
-                problems.push(format!("{s} answered, not the proxy"))
+                problems.push(format!("{s} answered, not the proxy"));
             }
             (Some(r), Some(s)) if !r.contains(s) => {
-                problems.push(format!("{s} is not one of {r:?}"))
+                problems.push(format!("{s} is not one of {r:?}"));
             }
             _ => {}
         }
@@ -181,7 +181,7 @@ impl Exec<'_> {
         {
             problems.push(format!("answered after {ms} ms, less than {min}"));
         }
-        judge(text, problems)
+        judge(text, &problems)
     }
 
     pub(super) async fn observe_spread(&mut self, c: &SpreadCheck) -> Observation {
@@ -275,7 +275,7 @@ impl Exec<'_> {
                 problems.push(format!("{keys} keys all reached {used:?} (no spread)"));
             }
         }
-        judge(text, problems)
+        judge(text, &problems)
     }
 
     pub(super) async fn observe_burst(&mut self, c: &BurstCheck) -> Observation {
@@ -319,11 +319,11 @@ impl Exec<'_> {
                 c.requests - c.ok
             ));
         }
-        judge(text, problems)
+        judge(text, &problems)
     }
 }
 
-fn judge(text: String, problems: Vec<String>) -> Observation {
+fn judge(text: String, problems: &[String]) -> Observation {
     if problems.is_empty() {
         Observation::new(true, text)
     } else {

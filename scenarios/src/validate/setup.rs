@@ -97,7 +97,7 @@ pub(crate) fn check_instance(
     if let Some(p) = &inst.protocol {
         one_of(&at.key("protocol"), p, &["tcp", "http", "http2", "grpc"])?;
     }
-    for (k, _) in &inst.meta {
+    for k in inst.meta.keys() {
         if k.is_empty() {
             return Err(FieldError::new(at.key("meta"), "an empty key"));
         }

@@ -9,7 +9,7 @@ use crate::state::control::Control;
 /// The catalog registration of a harness-run instance (`PUT /v1/catalog/register` body).
 pub fn instance_registration(spec: &InstanceSpec, address: &str, port: u16) -> Value {
     let service_address = spec.hostname.as_deref().unwrap_or(address);
-    json!({
+    let mut body = json!({
         "Node": node_name(&spec.id),
         "Address": address,
         "Service": {
@@ -18,8 +18,6 @@ pub fn instance_registration(spec: &InstanceSpec, address: &str, port: u16) -> V
             "Service": format!("{}-sidecar-proxy", spec.service),
             "Address": service_address,
             "Port": port,
-            "Meta": spec.meta,
-            "Tags": spec.tags,
             "Proxy": {"DestinationServiceName": spec.service, "DestinationServiceID": spec.service},
         },
         "Check": {
@@ -28,7 +26,15 @@ pub fn instance_registration(spec: &InstanceSpec, address: &str, port: u16) -> V
             "Status": spec.status.as_deref().unwrap_or("passing"),
             "ServiceID": spec.id,
         },
-    })
+    });
+    // `Service.Meta` and `Service.Tags` (what subset filters select on), only when given.
+    if !spec.meta.is_empty() {
+        body["Service"]["Meta"] = json!(spec.meta);
+    }
+    if !spec.tags.is_empty() {
+        body["Service"]["Tags"] = json!(spec.tags);
+    }
+    body
 }
 
 /// The node an instance is registered on.

@@ -343,6 +343,18 @@ fn describe(check: &Check) -> String {
         Check::IndexResetHonoured => {
             "resets its blocking index after the index went backwards".into()
         }
+        Check::Request(c) => format!(
+            "routes {} through upstream {} as the discovery chain says (status {})",
+            c.path, c.upstream, c.status
+        ),
+        Check::Spread(c) => format!(
+            "spreads {} requests through upstream {} as the discovery chain says",
+            c.requests, c.upstream
+        ),
+        Check::Burst(c) => format!(
+            "enforces the limits of upstream {}: {} of {} concurrent requests answered",
+            c.upstream, c.ok, c.requests
+        ),
     }
 }
 
@@ -356,6 +368,10 @@ fn harness_step(step: &Step) -> String {
             format!("issue a leaf for {service} now and keep it as {name}")
         }
         Step::Mark { name } => format!("mark {name}"),
+        Step::Instance { instance, answer } => format!("instance {instance} answers {answer:?}"),
+        Step::OpenUpstream { conn, upstream, .. } => {
+            format!("open connection {conn} from the app to upstream {upstream}")
+        }
         Step::Idle { duration, reason } => format!("idle {duration}: {reason}"),
         _ => "(nothing)".into(),
     }
