@@ -63,9 +63,9 @@ pub const FEATURES: &[&str] = scenarios::FEATURES;
 /// The feature of a proxy configured over the agent's gRPC xDS port (Envoy).
 pub const XDS_FEATURE: &str = "xds";
 
-/// Features the reference proxy does not implement yet, so does not declare: `l7-traffic`
-/// (outbound L7 routing per the discovery chain, issue 19) until proxy-under-test implements it.
-pub const REFERENCE_PENDING: &[&str] = &["l7-traffic"];
+/// Features the reference proxy does not implement yet, so does not declare (none: `l7-traffic`,
+/// outbound L7 routing per the discovery chain, issue 19, is implemented by proxy-under-test).
+pub const REFERENCE_PENDING: &[&str] = &[];
 
 /// Names of the bounds a proxy can declare, in milliseconds.
 pub const BOUNDS: [&str; 2] = ["reauthorize_ms", "max_lifetime_ms"];

@@ -4,7 +4,7 @@
 //! exists, agent failures never remove it (fail static); before it is complete, nothing is
 //! published (fail closed).
 
-mod assemble;
+pub(crate) mod assemble;
 pub mod blocking;
 mod client;
 pub(crate) mod recovery;
@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use self::assemble::{ChainKey, HealthKey, State, targets_for, upstream_specs};
+use self::assemble::{ChainKey, HealthKey, State, all_targets, targets_for, upstream_specs};
 pub(crate) use self::client::seg;
 pub use self::client::{AgentClient, Blocking, REQUEST_TIMEOUT, http_timeout, normalize_addr};
 use self::types::{AgentService, CaRoots, CompiledChain, HealthEntry, LeafCert};
@@ -327,6 +327,11 @@ fn reconcile(
         if !w.chains.contains_key(&key) {
             let (c, k2) = (client.clone(), key.clone());
             let wrap_key = key.clone();
+            let protocol = spec
+                .config
+                .get("protocol")
+                .and_then(|p| p.as_str())
+                .map(str::to_owned);
             let task = tokio::spawn(watches::index_watch(
                 "discovery_chain",
                 t,
@@ -334,14 +339,18 @@ fn reconcile(
                 tx.clone(),
                 move |r: types::ChainResponse| Update::Chain(wrap_key.clone(), Box::new(r.chain)),
                 move |i| {
-                    let (c, k) = (c.clone(), k2.clone());
-                    async move { c.discovery_chain(&k.0, &k.1, i, t.wait).await }
+                    let (c, k, p) = (c.clone(), k2.clone(), protocol.clone());
+                    async move { c.discovery_chain(&k.0, &k.1, p.as_deref(), i, t.wait).await }
                 },
             ));
             w.chains.insert(key.clone(), Task(task));
         }
         let (targets, _) = targets_for(spec, state.chains.get(&key), &svc.datacenter);
         wanted_health.extend(targets.iter().map(|t| t.health_key(&svc.datacenter)));
+        if let Some(chain) = state.chains.get(&key) {
+            let all = all_targets(chain, &state.hooks);
+            wanted_health.extend(all.iter().map(|t| t.health_key(&svc.datacenter)));
+        }
     }
     w.health.retain(|k, _| wanted_health.contains(k));
     for key in wanted_health {

@@ -100,6 +100,10 @@ pub(crate) struct Shared {
     pub(crate) kill: watch::Receiver<bool>,
     pub(crate) conns: watch::Sender<usize>,
     pub(crate) round_robin: AtomicUsize,
+    /// Pooled connections of the L7 outbound path.
+    pub(crate) l7_pool: outbound::l7::pool::Pool,
+    /// Per upstream counters of the L7 outbound path.
+    l7_states: Mutex<std::collections::HashMap<String, Arc<outbound::l7::state::UpstreamState>>>,
     inbound_tls: Mutex<Option<(Arc<Snapshot>, InboundTls)>>,
 }
 
@@ -127,6 +131,16 @@ impl Shared {
     pub(crate) fn current(&self) -> Option<Arc<Snapshot>> {
         let newest = self.snapshots.borrow().clone()?;
         Hooks::serving(newest)
+    }
+
+    /// The L7 counters of upstream `name`.
+    pub(crate) fn l7_state(&self, name: &str) -> Arc<outbound::l7::state::UpstreamState> {
+        self.l7_states
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(name.to_owned())
+            .or_default()
+            .clone()
     }
 
     pub(crate) fn track(&self) -> ConnGuard {
@@ -251,6 +265,8 @@ impl DataPlane {
             kill,
             conns: conns_tx,
             round_robin: AtomicUsize::new(0),
+            l7_pool: outbound::l7::pool::Pool::default(),
+            l7_states: Mutex::default(),
             inbound_tls: Mutex::new(None),
         });
         tracing::info!(%inbound_addr, service = %first.service, "public listener bound");

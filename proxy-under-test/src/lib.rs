@@ -34,6 +34,7 @@ pub mod metrics;
 pub mod normalize;
 pub mod proxy;
 pub mod redirect;
+pub mod route;
 #[cfg(feature = "sabotage")]
 pub mod sabotage;
 #[cfg(feature = "sabotage")]

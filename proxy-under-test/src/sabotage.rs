@@ -11,7 +11,8 @@
 //!
 //! By job: the names and the set (here), the `--sabotage` flag (`cli`), the snapshot's hooks
 //! (`hooks`), the agent client's (`agent`), authorization (`authz`), open inbound connections
-//! (`connection`), TLS (`tls`, `chain`), transparent routing (`transparent`).
+//! (`connection`), TLS (`tls`, `chain`), transparent routing (`transparent`), the L7 outbound
+//! path (`routing`).
 //!
 //! [`Invocation`]: crate::cli::Invocation
 //! [`AgentClient`]: crate::AgentClient
@@ -25,6 +26,7 @@ mod chain;
 mod cli;
 mod connection;
 mod hooks;
+mod routing;
 pub mod seam;
 mod tls;
 mod transparent;
@@ -151,11 +153,35 @@ pub enum Sabotage {
     /// match the path as sent and the application receives it as sent (Consul before 1.20.1,
     /// CVE-2024-10005).
     RawPathAuthz,
+    /// `ignore-routes`: every request goes to the chain's default (last, catch-all) route.
+    IgnoreRoutes,
+    /// `ignore-splits`: every request takes a splitter's first split.
+    IgnoreSplits,
+    /// `ignore-subsets`: subset targets use every instance of the service (the subset filter is dropped).
+    IgnoreSubsets,
+    /// `no-retries`: requests are never retried.
+    NoRetries,
+    /// `retry-unbounded`: `NumRetries` is ignored: a retriable request is retried up to 10 times.
+    RetryUnbounded,
+    /// `ignore-timeouts`: no route request timeout.
+    IgnoreTimeouts,
+    /// `ignore-prefix-rewrite`: a route's `PrefixRewrite` is not applied.
+    IgnorePrefixRewrite,
+    /// `ignore-header-manipulation`: route and split request/response header changes are not applied.
+    IgnoreHeaderManipulation,
+    /// `ignore-limits`: the upstream's `Limits` are ignored (no circuit breaking).
+    IgnoreLimits,
+    /// `no-outlier-detection`: `PassiveHealthCheck` is ignored: failing endpoints are never ejected.
+    NoOutlierDetection,
+    /// `ignore-hash-policy`: `ring_hash`/`maglev` hash policies are ignored: round robin instead.
+    IgnoreHashPolicy,
+    /// `stale-routes`: routing changes apply only to new connections of the application (each keeps the snapshot it started with).
+    StaleRoutes,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 39] = [
+    pub const ALL: [Self; 51] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -195,6 +221,18 @@ impl Sabotage {
         Self::RootsOnlyVerification,
         Self::PolicyOnTimer,
         Self::RawPathAuthz,
+        Self::IgnoreRoutes,
+        Self::IgnoreSplits,
+        Self::IgnoreSubsets,
+        Self::NoRetries,
+        Self::RetryUnbounded,
+        Self::IgnoreTimeouts,
+        Self::IgnorePrefixRewrite,
+        Self::IgnoreHeaderManipulation,
+        Self::IgnoreLimits,
+        Self::NoOutlierDetection,
+        Self::IgnoreHashPolicy,
+        Self::StaleRoutes,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -239,6 +277,18 @@ impl Sabotage {
             Self::RootsOnlyVerification => "roots-only-verification",
             Self::PolicyOnTimer => "policy-on-timer",
             Self::RawPathAuthz => "raw-path-authz",
+            Self::IgnoreRoutes => "ignore-routes",
+            Self::IgnoreSplits => "ignore-splits",
+            Self::IgnoreSubsets => "ignore-subsets",
+            Self::NoRetries => "no-retries",
+            Self::RetryUnbounded => "retry-unbounded",
+            Self::IgnoreTimeouts => "ignore-timeouts",
+            Self::IgnorePrefixRewrite => "ignore-prefix-rewrite",
+            Self::IgnoreHeaderManipulation => "ignore-header-manipulation",
+            Self::IgnoreLimits => "ignore-limits",
+            Self::NoOutlierDetection => "no-outlier-detection",
+            Self::IgnoreHashPolicy => "ignore-hash-policy",
+            Self::StaleRoutes => "stale-routes",
         }
     }
 

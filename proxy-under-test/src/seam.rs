@@ -12,6 +12,7 @@
 use std::borrow::Cow;
 use std::future::{Ready, ready};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::ClientConfig;
 use rustls_pki_types::CertificateDer;
@@ -25,6 +26,8 @@ use crate::dataplane::SnapshotRx;
 use crate::dataplane::l7::Body;
 use crate::dataplane::transparent::Route;
 use crate::normalize::PathNormalization;
+use crate::route::limits::Outlier;
+use crate::route::{Lb, RouteTable};
 use crate::snapshot::{Endpoint, LocalApp, Snapshot};
 use crate::spiffe::ServiceId;
 use crate::tls::{ExpectedServer, InboundTls, Leaf, TlsError, TrustRoots};
@@ -207,6 +210,72 @@ impl Hooks {
         _expected: &ExpectedServer,
     ) -> Arc<ClientConfig> {
         config
+    }
+
+    /// The filter a chain target's endpoints are read with: `filter`.
+    #[inline]
+    pub(crate) fn subset_filter<'a>(&self, filter: &'a str) -> &'a str {
+        filter
+    }
+
+    /// The route a request takes, given the first matching one: `matched`.
+    #[inline]
+    pub(crate) fn route_index(&self, _table: &RouteTable, matched: Option<usize>) -> Option<usize> {
+        matched
+    }
+
+    /// The draw choosing a split: `roll`.
+    #[inline]
+    pub(crate) fn split_roll(&self, roll: u32) -> u32 {
+        roll
+    }
+
+    /// The retries a request may make, given the route's: `n`.
+    #[inline]
+    pub(crate) fn max_retries(&self, n: u32) -> u32 {
+        n
+    }
+
+    /// The route timeout: `t`.
+    #[inline]
+    pub(crate) fn route_timeout(&self, t: Duration) -> Option<Duration> {
+        Some(t)
+    }
+
+    /// Whether a route's `PrefixRewrite` is applied: yes.
+    #[inline]
+    pub(crate) fn applies_prefix_rewrite(&self) -> bool {
+        true
+    }
+
+    /// Whether request and response header changes are applied: yes.
+    #[inline]
+    pub(crate) fn applies_header_ops(&self) -> bool {
+        true
+    }
+
+    /// The requests an upstream may have in flight: `n`.
+    #[inline]
+    pub(crate) fn in_flight_limit(&self, n: usize) -> usize {
+        n
+    }
+
+    /// The outlier detection applied: `o`.
+    #[inline]
+    pub(crate) fn outlier(&self, o: Option<Outlier>) -> Option<Outlier> {
+        o
+    }
+
+    /// The load balancing applied: `lb`.
+    #[inline]
+    pub(crate) fn lb(&self, lb: &Lb) -> Lb {
+        lb.clone()
+    }
+
+    /// Whether an application connection keeps routing with the snapshot it started with: no.
+    #[inline]
+    pub(crate) fn pin_routes(&self) -> bool {
+        false
     }
 
     /// The route of a transparent connection before its destination is looked up: none.

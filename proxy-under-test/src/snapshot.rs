@@ -2,6 +2,7 @@
 //! `tokio::sync::watch` channel by the control plane (or by hand in tests). The data plane never
 //! calls the agent.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{AddrParseError, IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -12,6 +13,8 @@ use std::time::Duration;
 use crate::authz::{DefaultPolicy, IntentionSet};
 use crate::knobs::{Knobs, Protocol};
 use crate::normalize::PathNormalization;
+use crate::route::RouteTable;
+use crate::route::limits::{Limits, Outlier};
 use crate::tls::{Leaf, TrustRoots};
 
 /// One complete, consistent view of the proxy's configuration and security state.
@@ -75,6 +78,22 @@ pub struct Upstream {
     /// Virtual IPs that reach this upstream through the transparent listener (the chain's
     /// `AutoVirtualIPs`/`ManualVirtualIPs`, then the targets' `consul-virtual` addresses).
     pub virtual_ips: Vec<IpAddr>,
+    /// HTTP upstreams with a compiled chain: routes, every chain target, limits, outlier
+    /// detection (`None`: every request goes to `targets`).
+    pub l7: Option<Arc<L7Upstream>>,
+}
+
+/// An HTTP upstream's L7 configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct L7Upstream {
+    /// The routes and clusters compiled from the chain.
+    pub routes: RouteTable,
+    /// Every target of the chain by ID, with its endpoints.
+    pub targets: BTreeMap<String, Target>,
+    /// Circuit breakers (`limits` of the upstream's config).
+    pub limits: Limits,
+    /// Outlier detection (`passive_health_check`), if configured.
+    pub outlier: Option<Outlier>,
 }
 
 /// One discovery-chain target with its healthy, connect-capable endpoints.

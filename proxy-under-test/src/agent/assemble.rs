@@ -10,8 +10,9 @@ use super::types::{AgentService, CompiledChain, HealthEntry};
 use crate::authz::{DefaultPolicy, IntentionSet};
 use crate::knobs::{Knobs, Protocol};
 use crate::normalize::PathNormalization;
+use crate::route::{RouteTable, limits};
 use crate::seam::Hooks;
-use crate::snapshot::{Bind, Endpoint, Snapshot, Target, Upstream};
+use crate::snapshot::{Bind, Endpoint, L7Upstream, Snapshot, Target, Upstream};
 use crate::tls::{Leaf, TrustRoots};
 
 /// Default resolver connect timeout when the chain does not say.
@@ -31,6 +32,8 @@ pub(crate) struct UpstreamSpec {
     pub(crate) bind: Bind,
     /// The upstream's `Config.protocol` (Consul's per-upstream protocol override), if set.
     pub(crate) protocol: Option<Protocol>,
+    /// The upstream's `Config` (limits, passive health check).
+    pub(crate) config: serde_json::Map<String, serde_json::Value>,
 }
 
 impl UpstreamSpec {
@@ -140,6 +143,7 @@ pub(crate) fn upstream_specs(svc: &AgentService) -> Vec<UpstreamSpec> {
                 datacenter: u.datacenter.clone(),
                 bind,
                 protocol: u.config.get("protocol").and_then(|p| p.as_str()).map(Protocol::parse),
+                config: u.config.clone(),
             })
         })
         .collect()
@@ -183,6 +187,25 @@ pub(crate) fn chain_targets(chain: &CompiledChain) -> Option<(Vec<TargetSpec>, O
         key = next;
     }
     None
+}
+
+/// Every target of `chain` (the L7 path may route to any of them).
+pub(crate) fn all_targets(chain: &CompiledChain, hooks: &Hooks) -> Vec<TargetSpec> {
+    chain
+        .targets
+        .values()
+        .map(|t| TargetSpec {
+            id: t.id.clone(),
+            service: t.service.clone(),
+            namespace: if t.namespace.is_empty() {
+                "default".into()
+            } else {
+                t.namespace.clone()
+            },
+            datacenter: t.datacenter.clone(),
+            filter: hooks.subset_filter(&t.subset.filter).to_owned(),
+        })
+        .collect()
 }
 
 /// The targets of one upstream: from its chain when known, else the upstream service itself.
@@ -242,6 +265,40 @@ fn endpoints(entries: &[HealthEntry]) -> Vec<Endpoint> {
 }
 
 impl State {
+    /// The L7 configuration of an HTTP upstream with `chain`.
+    fn l7(
+        &self,
+        chain: &CompiledChain,
+        config: &serde_json::Map<String, serde_json::Value>,
+        local_dc: &str,
+    ) -> Option<Arc<L7Upstream>> {
+        let routes = RouteTable::from_chain(chain)?;
+        let targets = all_targets(chain, &self.hooks)
+            .into_iter()
+            .map(|t| {
+                let eps = self
+                    .health
+                    .get(&t.health_key(local_dc))
+                    .map(|e| endpoints(e))
+                    .unwrap_or_default();
+                let target = Target {
+                    endpoints: self.hooks.endpoints(eps),
+                    id: t.id.clone(),
+                    service: t.service,
+                    namespace: t.namespace,
+                    datacenter: t.datacenter,
+                };
+                (t.id, target)
+            })
+            .collect();
+        Some(Arc::new(L7Upstream {
+            routes,
+            targets,
+            limits: limits::limits(config),
+            outlier: limits::outlier(config),
+        }))
+    }
+
     /// A complete snapshot, or `None` while registration, leaf, roots, intentions or the default
     /// policy is missing.
     pub(crate) fn snapshot(&self) -> Option<Snapshot> {
@@ -284,7 +341,11 @@ impl State {
                     })
                     .collect();
                 let protocol = upstream_protocol(spec.protocol, chain);
+                let l7 = chain
+                    .filter(|_| protocol.is_http())
+                    .and_then(|c| self.l7(c, &spec.config, &svc.datacenter));
                 Upstream {
+                    l7,
                     protocol,
                     name: spec.name,
                     bind: spec.bind,

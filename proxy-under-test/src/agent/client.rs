@@ -295,11 +295,13 @@ impl AgentClient {
         })
     }
 
-    /// `POST /v1/discovery-chain/:name` with `{"OverrideProtocol":"tcp"}` (L4 upstreams).
+    /// `POST /v1/discovery-chain/:name`, with `{"OverrideProtocol": <protocol>}` when the
+    /// upstream's `Config.protocol` is set (as Consul's proxycfg asks).
     pub async fn discovery_chain(
         &self,
         name: &str,
         compile_dc: &str,
+        protocol: Option<&str>,
         index: u64,
         wait: Duration,
     ) -> Result<Blocking<ChainResponse>, AgentError> {
@@ -308,7 +310,11 @@ impl AgentClient {
         if !compile_dc.is_empty() {
             query.push(("compile-dc", compile_dc.to_owned()));
         }
-        let body = serde_json::json!({ "OverrideProtocol": "tcp" });
+        // As Consul's proxycfg: the upstream's configured protocol overrides the chain's.
+        let body = match protocol {
+            Some(p) => serde_json::json!({ "OverrideProtocol": p }),
+            None => serde_json::json!({}),
+        };
         self.blocking(Method::POST, &path, query, Some(&body), index, wait)
             .await
     }

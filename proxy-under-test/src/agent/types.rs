@@ -299,6 +299,9 @@ pub struct ChainNode {
     /// Splitter splits.
     #[serde(default, deserialize_with = "null_default")]
     pub splits: Vec<ChainNext>,
+    /// Resolver load balancing.
+    #[serde(default)]
+    pub load_balancer: Option<LoadBalancer>,
 }
 
 /// A route or split pointing at the next node.
@@ -311,6 +314,9 @@ pub struct ChainNext {
     /// Next node key.
     #[serde(default)]
     pub next_node: String,
+    /// The route's (`ServiceRoute`) or split's (`ServiceSplit`) definition.
+    #[serde(default)]
+    pub definition: Option<ChainDefinition>,
 }
 
 /// A resolver node's content.
@@ -323,6 +329,12 @@ pub struct ChainResolver {
     /// Primary target ID.
     #[serde(default)]
     pub target: String,
+    /// Whether the resolver is the implicit default one.
+    #[serde(default)]
+    pub default: bool,
+    /// The resolver's `RequestTimeout` (route timeout when the chain starts at it).
+    #[serde(default, deserialize_with = "go_duration")]
+    pub request_timeout: Option<std::time::Duration>,
     /// Failover targets.
     #[serde(default)]
     pub failover: Option<ChainFailover>,
@@ -366,6 +378,12 @@ pub struct ChainSubset {
     #[serde(default)]
     pub filter: String,
 }
+
+mod l7;
+pub use l7::{
+    ChainDefinition, CookieConfig, HashPolicy, HeaderMatch, HeaderModifiers, HttpMatch,
+    LoadBalancer, QueryMatch, RouteDestination, RouteMatch, go_duration,
+};
 
 #[cfg(test)]
 mod tests;

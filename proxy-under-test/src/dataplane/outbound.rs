@@ -6,9 +6,11 @@
 //! The transparent listener ([`super::transparent`]) serves its mesh destinations through the
 //! same [`serve`] (candidates, dial, handshake, copy loop).
 //! Host-name endpoints are resolved at each attempt ([`super::resolve`]).
-//! Upstreams whose protocol is `http2`/`grpc` are served per stream instead ([`http2`]).
+//! Upstreams whose protocol is `http`, `http2` or `grpc` are served per request instead
+//! ([`l7`]: the chain's routes, splits, retries, timeouts, limits, load balancing).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -111,10 +113,21 @@ pub(crate) async fn accept_loop(
 ) {
     let what = format!("upstream {name}");
     let accept = || listener.accept();
-    super::accept::until_stop(&shared, &what, accept, |(tcp, _): (TcpStream, _)| {
-        let _ = tcp.set_nodelay(true);
-        tokio::spawn(handle(tcp, name.clone(), bind.clone(), shared.clone()));
-    })
+    super::accept::until_stop(
+        &shared,
+        &what,
+        accept,
+        |(tcp, peer): (TcpStream, SocketAddr)| {
+            let _ = tcp.set_nodelay(true);
+            tokio::spawn(handle(
+                tcp,
+                name.clone(),
+                bind.clone(),
+                shared.clone(),
+                Some(peer),
+            ));
+        },
+    )
     .await;
 }
 
@@ -133,10 +146,15 @@ pub(crate) fn candidates(up: &Upstream, start: usize) -> Vec<(&Target, &Endpoint
 }
 
 /// Serves one connection accepted by upstream `name`'s listener at `bind`, whatever the client
-/// stream's type (TCP or unix socket).
-pub(crate) async fn handle<S>(mut tcp: S, name: String, bind: Bind, shared: Arc<Shared>)
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send,
+/// stream's type (TCP or unix socket); `source` is the application's address, when known.
+pub(crate) async fn handle<S>(
+    mut tcp: S,
+    name: String,
+    bind: Bind,
+    shared: Arc<Shared>,
+    source: Option<SocketAddr>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let _guard = shared.track();
     shared.metrics.accepted(false);
@@ -147,8 +165,8 @@ where
         let _ = tcp.shutdown().await;
         return;
     };
-    if up.protocol.is_h2() {
-        http2::serve(tcp, name, bind, shared.clone()).await;
+    if up.protocol.is_http() {
+        l7::serve(tcp, name, bind, shared.clone(), source).await;
         return;
     }
     let start = shared.round_robin.fetch_add(1, Ordering::Relaxed);
@@ -273,6 +291,6 @@ async fn connect(ep: &Endpoint) -> Result<TcpStream, String> {
     ))
 }
 
-mod http2;
+pub(crate) mod l7;
 #[cfg(test)]
 mod tests;

@@ -169,6 +169,7 @@ pub(crate) async fn accept_loop(
             name.clone(),
             bind.clone(),
             shared.clone(),
+            None,
         ));
     })
     .await;

@@ -10,13 +10,14 @@ mod endpoints;
 mod h2;
 mod normalize;
 mod outbound;
+mod routing;
 mod transparent;
 
 use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 39] = [
+const CATALOGUE: [&str; 51] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -56,6 +57,18 @@ const CATALOGUE: [&str; 39] = [
     "roots-only-verification",
     "policy-on-timer",
     "raw-path-authz",
+    "ignore-routes",
+    "ignore-splits",
+    "ignore-subsets",
+    "no-retries",
+    "retry-unbounded",
+    "ignore-timeouts",
+    "ignore-prefix-rewrite",
+    "ignore-header-manipulation",
+    "ignore-limits",
+    "no-outlier-detection",
+    "ignore-hash-policy",
+    "stale-routes",
 ];
 
 #[test]

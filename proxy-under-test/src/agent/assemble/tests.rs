@@ -93,6 +93,7 @@ fn routers_and_splitters_are_followed_to_a_resolver() {
         datacenter: String::new(),
         bind: "127.0.0.1:1".parse().unwrap(),
         protocol: None,
+        config: serde_json::Map::new(),
     };
     let (targets, timeout) = targets_for(&spec, Some(&broken), "dc1");
     assert_eq!(

@@ -2,6 +2,7 @@
 //! round-robin spread, failover targets, no endpoint.
 
 mod h2;
+mod l7;
 mod tonic_e2e;
 
 use std::collections::BTreeSet;
@@ -86,6 +87,7 @@ fn upstream(targets: Vec<Target>) -> Upstream {
         protocol: crate::knobs::Protocol::Tcp,
         targets,
         virtual_ips: vec![],
+        l7: None,
     }
 }
 

@@ -99,6 +99,7 @@ async fn reads(ca: &TestCa, endpoints: Vec<Endpoint>) -> BTreeSet<String> {
         connect_timeout: Duration::from_secs(2),
         protocol: crate::knobs::Protocol::Tcp,
         virtual_ips: Vec::new(),
+        l7: None,
         targets: vec![Target {
             id: "cache.default.default.dc1".into(),
             service: "cache".into(),

@@ -42,6 +42,7 @@ fn upstream(name: &str, vips: &[&str], targets: Vec<Target>) -> Upstream {
         protocol: crate::knobs::Protocol::Tcp,
         targets,
         virtual_ips: vips.iter().map(|v| v.parse().unwrap()).collect(),
+        l7: None,
     }
 }
 

@@ -133,6 +133,7 @@ async fn web_with_upstream(ca: &TestCa, db: SocketAddr, set: Sabotages) -> (Tx, 
             }],
         }],
         virtual_ips: vec![],
+        l7: None,
     };
     let unused: SocketAddr = "127.0.0.1:9".parse().unwrap();
     let mut snap = snapshot(

@@ -74,6 +74,7 @@ async fn through_upstream(set: Sabotages, ca: &TestCa, instance: SocketAddr) -> 
             }],
         }],
         virtual_ips: vec![],
+        l7: None,
     };
     let app = echo_app().await;
     let knobs = Knobs::default();

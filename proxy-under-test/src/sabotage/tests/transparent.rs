@@ -19,6 +19,7 @@ fn upstream(name: &str, vip: &str) -> Upstream {
         protocol: crate::knobs::Protocol::Tcp,
         targets: vec![],
         virtual_ips: vec![vip.parse().unwrap()],
+        l7: None,
     }
 }
 

@@ -26,6 +26,7 @@ pub(super) fn web_snapshot(ca: &TestCa, db: std::net::SocketAddr) -> crate::snap
         protocol: Protocol::Grpc,
         targets: vec![target("db", vec![ep(db, "n1/db")])],
         virtual_ips: vec![],
+        l7: None,
     };
     let unused: std::net::SocketAddr = "127.0.0.1:9".parse().unwrap();
     let mut snap = snapshot(
