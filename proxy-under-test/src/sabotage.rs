@@ -177,11 +177,14 @@ pub enum Sabotage {
     IgnoreHashPolicy,
     /// `stale-routes`: routing changes apply only to new connections of the application (each keeps the snapshot it started with).
     StaleRoutes,
+    /// `ignore-lb-policy`: every load-balancing policy (least request, random, hashing) becomes
+    /// round robin.
+    IgnoreLbPolicy,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 51] = [
+    pub const ALL: [Self; 52] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -233,6 +236,7 @@ impl Sabotage {
         Self::NoOutlierDetection,
         Self::IgnoreHashPolicy,
         Self::StaleRoutes,
+        Self::IgnoreLbPolicy,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -289,6 +293,7 @@ impl Sabotage {
             Self::NoOutlierDetection => "no-outlier-detection",
             Self::IgnoreHashPolicy => "ignore-hash-policy",
             Self::StaleRoutes => "stale-routes",
+            Self::IgnoreLbPolicy => "ignore-lb-policy",
         }
     }
 

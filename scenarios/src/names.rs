@@ -73,6 +73,19 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "ignore-grpc-paths",
     "drop-trailers",
     "raw-path-authz",
+    "ignore-routes",
+    "ignore-splits",
+    "ignore-subsets",
+    "no-retries",
+    "retry-unbounded",
+    "ignore-timeouts",
+    "ignore-prefix-rewrite",
+    "ignore-header-manipulation",
+    "ignore-limits",
+    "no-outlier-detection",
+    "ignore-hash-policy",
+    "stale-routes",
+    "ignore-lb-policy",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

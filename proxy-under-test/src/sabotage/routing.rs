@@ -79,9 +79,12 @@ impl Hooks {
         o.filter(|_| !self.has(Sabotage::NoOutlierDetection))
     }
 
-    /// `ignore-hash-policy`: hash policies become round robin.
+    /// `ignore-hash-policy`: hash policies become round robin; `ignore-lb-policy`: every
+    /// policy does.
     pub(crate) fn lb(&self, lb: &Lb) -> Lb {
-        if self.has(Sabotage::IgnoreHashPolicy) && lb.policy == LbPolicy::Hash {
+        if self.has(Sabotage::IgnoreLbPolicy)
+            || (self.has(Sabotage::IgnoreHashPolicy) && lb.policy == LbPolicy::Hash)
+        {
             return Lb::default();
         }
         lb.clone()

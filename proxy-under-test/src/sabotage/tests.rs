@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 51] = [
+const CATALOGUE: [&str; 52] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -69,6 +69,7 @@ const CATALOGUE: [&str; 51] = [
     "no-outlier-detection",
     "ignore-hash-policy",
     "stale-routes",
+    "ignore-lb-policy",
 ];
 
 #[test]

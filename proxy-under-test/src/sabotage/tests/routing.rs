@@ -128,6 +128,22 @@ fn ignore_hash_policy_round_robins() {
 }
 
 #[test]
+fn ignore_lb_policy_round_robins_every_policy() {
+    for policy in [LbPolicy::LeastRequest, LbPolicy::Hash, LbPolicy::RoundRobin] {
+        let lb = Lb {
+            policy,
+            hash: Vec::new(),
+            choice_count: 5,
+        };
+        assert_eq!(reference().lb(&lb), lb);
+        assert_eq!(
+            hooks(Sabotage::IgnoreLbPolicy).lb(&lb).policy,
+            LbPolicy::RoundRobin
+        );
+    }
+}
+
+#[test]
 fn stale_routes_pins_the_connections_snapshot() {
     assert!(!reference().pin_routes());
     assert!(hooks(Sabotage::StaleRoutes).pin_routes());
