@@ -7,6 +7,7 @@ use scenarios::{Profile, Scenario};
 
 use super::ListArgs;
 use super::flags::{profiles, scenarios};
+use super::out::outln;
 use crate::error::Error;
 use crate::plan::catalogue::{self, Selection};
 
@@ -19,7 +20,7 @@ pub(super) fn print_list(plan: &[(Scenario, bool)]) {
             Profile::Transparent => "transparent",
         };
         let skip = if *skipped { "  (skipped)" } else { "" };
-        println!("{:<34} {:<11} {}{skip}", s.id, p, s.features.join(","));
+        outln!("{:<34} {:<11} {}{skip}", s.id, p, s.features.join(","));
     }
 }
 

@@ -16,7 +16,9 @@ use scenarios::Scenario;
 use super::RunArgs;
 use super::flags::{manifest, profiles, report_profile, scenarios, timeouts};
 use super::list::print_list;
-use super::summary::{exit_code, summarize};
+use super::out::outln;
+use super::preflight;
+use super::summary::{environment_hint, exit_code, summarize};
 use crate::error::Error;
 use crate::plan::catalogue::{self, Selection};
 use crate::plan::{Durations, Planned};
@@ -70,7 +72,15 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         skip: args.skip.clone(),
         profiles: claimed.clone(),
     };
-    let plan = catalogue::select(scenarios(&args.scenario_dir)?, &sel);
+    let all = scenarios(&args.scenario_dir)?;
+    preflight::globs(&all, &args.scenario)?;
+    let plan = catalogue::select(all, &sel);
+    let manifest = manifest(args)?;
+    if !args.list {
+        // Before sharding: a shard may hold none of the scenarios the proxy can run.
+        preflight::program(&manifest)?;
+        preflight::features(&plan, &manifest)?;
+    }
     // Claimed = asked for, or every profile with a selected scenario (of the whole plan).
     let mut claimed: Vec<reports::Profile> = claimed.into_iter().map(report_profile).collect();
     if claimed.is_empty() {
@@ -102,7 +112,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         return Ok(ExitCode::SUCCESS);
     }
     let exe = std::env::current_exe().map_err(|e| Error::io("find the conformance binary", e))?;
-    let mut cfg = RunConfig::new(manifest(args)?, exe);
+    let mut cfg = RunConfig::new(manifest, exe);
     cfg.timeouts = timeouts(&args.timeout)?;
     if let Some(seed) = args.seed {
         cfg.seed = seed;
@@ -201,10 +211,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         })?;
     summarize(&report, &claimed);
     for p in written {
-        println!("wrote {}", p.display());
+        outln!("wrote {}", p.display());
     }
     if let Some(sig) = interrupt.signal() {
         return Ok(ExitCode::from(sig.exit_code()));
+    }
+    if let Some(hint) = environment_hint(&report, &claimed) {
+        outln!("{hint}");
     }
     Ok(exit_code(&report, &claimed))
 }

@@ -1,0 +1,135 @@
+//! What a new user meets first, end to end through the binary: mistakes found before any
+//! scenario runs (one error, exit 2, naming the fix), a closed stdout ending quietly, and the
+//! exit code 3 (nothing failed, but the environment could not run claimed scenarios) with its
+//! last line naming the fix.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn conformance(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_conformance"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CI")
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn a_missing_proxy_program_is_one_error_before_any_scenario() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = conformance(
+        &[
+            "run",
+            "--proxy-cmd",
+            "/no/such/proxy -id {proxy_id}",
+            "--features",
+            "l4",
+        ],
+        tmp.path(),
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert_eq!(all.matches("/no/such/proxy").count(), 1, "{all}");
+    assert_eq!(all.lines().count(), 1, "one error: {all}");
+    assert!(!all.contains("running"), "no scenario ran: {all}");
+    assert!(!tmp.path().join("conformance-report").exists());
+}
+
+#[test]
+fn no_declared_feature_names_features_and_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = conformance(&["run", "--proxy-cmd", "sh -c 'sleep 60'"], tmp.path());
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("--features") && all.contains("--manifest"),
+        "{all}"
+    );
+}
+
+#[test]
+fn a_glob_matching_nothing_is_a_usage_error_with_the_closest_ids() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = conformance(&["run", "--scenario", "l4-allow-deni"], tmp.path());
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(all.contains("closest: l4-allow-deny"), "{all}");
+}
+
+#[test]
+fn a_closed_stdout_ends_list_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_conformance"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read nothing: close the pipe at once, as `| head -0` would.
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(status.code(), Some(0), "{err}");
+}
+
+#[test]
+fn help_lists_the_exit_codes() {
+    let out = conformance(&["--help"], Path::new("."));
+    let all = text(&out);
+    for code in ["0 ", "1 ", "2 ", "3 ", "130"] {
+        assert!(all.contains(&format!("  {code}")), "{code}: {all}");
+    }
+    assert!(all.contains("apt-get install iptables"), "{all}");
+}
+
+/// The sample report with every core scenario not supported by the environment (no iptables).
+fn environment_only_report() -> reports::Report {
+    let mut r = reports::fixture::sample_report();
+    r.scenarios.retain(|s| s.profile == reports::Profile::Core);
+    for s in &mut r.scenarios {
+        s.checks.clear();
+        s.error = None;
+        s.attempts.clear();
+        s.timeline.clear();
+        s.mark_not_supported();
+        s.checks.push(reports::CheckResult::new(
+            reports::ENVIRONMENT_CHECK,
+            reports::Requirement::Must,
+            reports::Verdict::NotSupported,
+            "iptables",
+            "not supported by the environment: the `iptables` program is not installed",
+        ));
+    }
+    r.graded()
+}
+
+#[test]
+fn the_gate_answers_3_naming_the_fix_when_only_the_environment_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("report.json");
+    std::fs::write(&path, reports::to_json(&environment_only_report())).unwrap();
+    let out = conformance(
+        &["gate", path.to_str().unwrap(), "--profile", "core"],
+        tmp.path(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.contains("apt-get install iptables"), "{stdout}");
+}
