@@ -17,6 +17,7 @@ pub(crate) mod out;
 mod preflight;
 mod reference;
 mod run;
+mod signals;
 pub(crate) mod summary;
 
 use std::path::PathBuf;

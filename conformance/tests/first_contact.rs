@@ -133,3 +133,48 @@ fn the_gate_answers_3_naming_the_fix_when_only_the_environment_is_missing() {
     let last = stdout.lines().last().unwrap_or_default();
     assert!(last.contains("apt-get install iptables"), "{stdout}");
 }
+
+#[test]
+fn a_process_group_sigint_counts_once_and_keeps_the_duration() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    // A proxy that never listens: the run is waiting for it when the signal comes.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_conformance"))
+        .args([
+            "run",
+            "--proxy-cmd",
+            "sh -c 'sleep 60'",
+            "--features",
+            "l4",
+            "--scenario",
+            "l4-allow-deny",
+        ])
+        .current_dir(tmp.path())
+        .env_remove("CI")
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let group = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("waiting for the proxy") {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "{seen}");
+        seen.push_str(&line);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // What `timeout -s INT` does: the process, then its group, at once.
+    nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGINT).unwrap();
+    nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGINT).unwrap();
+    stderr.read_to_string(&mut seen).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}");
+    assert!(!seen.contains("second signal"), "one signal: {seen}");
+    let json = std::fs::read_to_string(tmp.path().join("conformance-report/report.json")).unwrap();
+    let report = reports::Report::from_json(&json).unwrap();
+    assert!(report.duration_ms > 0, "{}", report.duration_ms);
+    assert_eq!(report.scenarios[0].verdict, reports::Verdict::Interrupted);
+}

@@ -18,6 +18,7 @@ use super::flags::{manifest, profiles, report_profile, scenarios, timeouts};
 use super::list::print_list;
 use super::out::outln;
 use super::preflight;
+use super::signals::{Signals, reap_children};
 use super::summary::{environment_hint, exit_code, summarize};
 use crate::error::Error;
 use crate::plan::catalogue::{self, Selection};
@@ -29,32 +30,6 @@ use crate::{container, proxy};
 /// their grace, worlds dropped) before the hard kill; well inside the usual 30 s between a CI
 /// timeout's SIGTERM and its SIGKILL.
 pub(crate) const CLEANUP_BOUND: Duration = Duration::from_secs(10);
-
-/// SIGINT and SIGTERM, listened to from the start of the run (so an early signal is not lost
-/// to the default action).
-struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    /// Installs the handlers; needs a runtime context.
-    fn install() -> std::io::Result<Self> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Self {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-        })
-    }
-
-    /// The next signal.
-    async fn next(&mut self) -> Signal {
-        tokio::select! {
-            _ = self.int.recv() => Signal::Int,
-            _ = self.term.recv() => Signal::Term,
-        }
-    }
-}
 
 /// How the run ended.
 enum Ended {
@@ -193,8 +168,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
                 let n = sweep_containers();
                 eprintln!("interrupted: removed {n} proxy container(s)");
             }
+            let reaped = reap_children(Duration::from_secs(2));
+            if reaped > 0 {
+                tracing::debug!(reaped, "reaped killed children");
+            }
             let Some(report) = interrupt.salvage(why) else {
                 proxy::kill_orphans();
+                reap_children(Duration::from_secs(1));
                 return Ok(ExitCode::from(Signal::Int.exit_code()));
             };
             report
@@ -204,6 +184,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     if n > 0 {
         eprintln!("killed {n} process(es) the proxies left behind (outside their process groups)");
     }
+    // No defunct child is left behind: what was killed is waited for.
+    reap_children(Duration::from_millis(if n > 0 { 1000 } else { 0 }));
     let written =
         reports::write_all(&report, &args.report_dir).map_err(|source| Error::ReportDir {
             path: args.report_dir.clone(),
