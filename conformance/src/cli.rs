@@ -10,6 +10,7 @@
 //! still written, with the scenarios it did not finish marked `interrupted`; the cleanup takes
 //! at most 10 s, a second signal cuts it short). `gate` and `merge` answer the same way.
 
+mod demo;
 mod flags;
 mod list;
 mod merge;
@@ -80,6 +81,11 @@ pub enum Command {
     /// Print the durations table `run --shard` balances by (TOML, id = ms) from reports, e.g.
     /// `conformance durations report.json > scenarios/catalogue/durations.toml`.
     Durations(DurationsArgs),
+    /// See a failing report: run the reference proxy with one deliberately broken behaviour
+    /// (`--sabotage NAME`, from `conformance list --sabotages`) against the scenarios that
+    /// catch it. Needs the separately built broken proxy (never part of a release build):
+    /// `cargo build -p proxy-under-test --example sabotaged-proxy --features sabotage`.
+    Demo(DemoArgs),
     /// Run the bundled reference proxy in-process (used by the default manifest).
     #[command(hide = true, name = "reference-proxy")]
     ReferenceProxy(ReferenceArgs),
@@ -175,6 +181,25 @@ pub struct ListArgs {
     /// Only these profiles.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub profile: Vec<String>,
+    /// List the sabotages `conformance demo --sabotage NAME` can show, with the scenarios that
+    /// catch each.
+    #[arg(long)]
+    pub sabotages: bool,
+}
+
+/// `conformance demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// The broken behaviour (`conformance list --sabotages` names them), e.g. ignore-deny.
+    #[arg(long, value_name = "NAME", default_value = "ignore-deny")]
+    pub sabotage: String,
+    /// The sabotage-enabled reference proxy (default: `examples/sabotaged-proxy` beside this
+    /// binary, where cargo builds it).
+    #[arg(long, value_name = "PATH")]
+    pub proxy_bin: Option<PathBuf>,
+    /// Where the reports go.
+    #[arg(long, value_name = "DIR", default_value = "conformance-demo")]
+    pub report_dir: PathBuf,
 }
 
 /// `conformance gate`.
@@ -232,6 +257,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Gate(a) => gate(&a),
         Command::Merge(a) => merge(&a),
         Command::Durations(a) => durations(&a),
+        Command::Demo(a) => demo::demo(&a),
         Command::ReferenceProxy(a) => return reference_proxy(a.args),
         Command::RedirectTraffic(a) => return redirect_traffic(a.args),
     };

@@ -178,3 +178,51 @@ fn a_process_group_sigint_counts_once_and_keeps_the_duration() {
     assert!(report.duration_ms > 0, "{}", report.duration_ms);
     assert_eq!(report.scenarios[0].verdict, reports::Verdict::Interrupted);
 }
+
+#[test]
+fn the_demo_names_its_sabotages_and_how_to_build_its_proxy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = conformance(&["list", "--sabotages"], tmp.path());
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        list.contains("ignore-deny") && list.contains("l4-allow-deny"),
+        "{list}"
+    );
+    let out = conformance(&["demo", "--sabotage", "ignore-denny"], tmp.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("closest: ignore-deny"),
+        "{}",
+        text(&out)
+    );
+    // A proxy path that does not exist: the build command is named, nothing runs.
+    let out = conformance(
+        &["demo", "--proxy-bin", "/no/such/sabotaged-proxy"],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!tmp.path().join("conformance-demo").exists());
+}
+
+#[test]
+fn failures_are_grouped_by_cause_with_each_checks_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A proxy that exits at once never becomes ready.
+    let out = conformance(
+        &[
+            "run",
+            "--proxy-cmd",
+            "sh -c 'exit 3'",
+            "--features",
+            "l4",
+            "--scenario",
+            "l4-allow-deny",
+        ],
+        tmp.path(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(stdout.contains("the proxy never became ready"), "{stdout}");
+    assert!(stdout.contains("proxy ready [fail]"), "{stdout}");
+}

@@ -26,6 +26,10 @@ pub(super) fn print_list(plan: &[(Scenario, bool)]) {
 
 /// `conformance list`.
 pub fn list(args: &ListArgs) -> Result<ExitCode, Error> {
+    if args.sabotages {
+        super::demo::list_sabotages();
+        return Ok(ExitCode::SUCCESS);
+    }
     let sel = Selection {
         profiles: profiles(&args.profile)?,
         ..Selection::default()

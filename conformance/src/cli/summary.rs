@@ -70,7 +70,10 @@ pub(super) fn environment_hint(report: &Report, claimed: &[reports::Profile]) ->
     if why.is_empty() {
         return None;
     }
-    let fixes: Vec<&str> = why.iter().map(|w| fix_for(w)).collect::<Vec<_>>();
+    let fixes: Vec<&str> = why
+        .iter()
+        .map(|w| reports::environment_fix(w))
+        .collect::<Vec<_>>();
     let mut fixes = fixes;
     fixes.dedup();
     let profiles: Vec<&str> = claimed
@@ -98,23 +101,6 @@ pub(super) fn environment_hint(report: &Report, claimed: &[reports::Profile]) ->
             .join("; "),
         fixes.join("; ")
     ))
-}
-
-/// The fix for an environment reason (`netns::support`'s and the image runner's wording).
-fn fix_for(why: &str) -> &'static str {
-    if why.contains("need root") {
-        "run as root (e.g. `sudo -E conformance run ...`)"
-    } else if why.contains("`iptables`") || why.contains("iptables does not work") {
-        "`apt-get install iptables` (a kernel with the nat table)"
-    } else if why.contains("`ip`") {
-        "`apt-get install iproute2`"
-    } else if why.contains("network namespace") {
-        "run as root where network namespaces can be created (a privileged container)"
-    } else if why.contains("proxy image") {
-        "run the proxy as a local process (--proxy-cmd or --manifest, without --proxy-image)"
-    } else {
-        "see report.md"
-    }
 }
 
 pub(super) fn summarize(report: &Report, claimed: &[reports::Profile]) {
@@ -180,36 +166,22 @@ pub(super) fn summarize(report: &Report, claimed: &[reports::Profile]) {
             }
         );
     }
+    // Not passed, grouped by likely cause (the first group's fix is usually the first to try).
+    let mut groups: Vec<(&'static str, Vec<&reports::ScenarioResult>)> = Vec::new();
     for s in &report.scenarios {
-        let here = s.checks.iter().find(|c| {
-            c.name == reports::ENVIRONMENT_CHECK && c.verdict == reports::Verdict::NotSupported
-        });
-        match (s.verdict, here) {
-            (reports::Verdict::NotSupported, Some(c)) => {
-                outln!("  not-supported {}: {}", s.id, c.observed);
-                continue;
-            }
-            (reports::Verdict::Pass | reports::Verdict::NotSupported, _) => continue,
-            _ => {}
+        let Some(cause) = likely_cause(s) else {
+            continue;
+        };
+        match groups.iter_mut().find(|(c, _)| *c == cause) {
+            Some((_, list)) => list.push(s),
+            None => groups.push((cause, vec![s])),
         }
-        outln!("  {} {}", s.verdict, s.id);
-        if s.attempts.len() > 1 {
-            outln!("      {}", super::attempts_line(s));
-        }
-        if let Some(e) = &s.error {
-            outln!("      harness error [{}]: {}", e.kind, e.message);
-        }
-        for c in s
-            .checks
-            .iter()
-            .filter(|c| c.verdict != reports::Verdict::Pass)
-        {
-            outln!(
-                "      {}: expected {}; observed {}",
-                c.name,
-                c.expected,
-                c.observed
-            );
+    }
+    groups.sort_by_key(|(_, list)| list.iter().map(|s| s.verdict.rank()).min());
+    for (cause, list) in groups {
+        outln!("  {cause} ({}):", list.len());
+        for s in list {
+            print_scenario(s);
         }
     }
     if report
@@ -218,5 +190,61 @@ pub(super) fn summarize(report: &Report, claimed: &[reports::Profile]) {
         .any(|s| s.verdict == reports::Verdict::Fail)
     {
         outln!("  (details and timelines: report.html)");
+    }
+}
+
+/// Why `s` did not pass, as a group heading; `None` when it passed or only lacks a feature
+/// the proxy does not declare.
+fn likely_cause(s: &reports::ScenarioResult) -> Option<&'static str> {
+    use reports::Verdict;
+    let failed = |name: &str| {
+        s.checks
+            .iter()
+            .any(|c| c.name == name && matches!(c.verdict, Verdict::Fail | Verdict::Error))
+    };
+    Some(match s.verdict {
+        Verdict::Pass => return None,
+        Verdict::NotSupported if environment_only(s).is_some() => {
+            "not supported by this environment"
+        }
+        Verdict::NotSupported => return None,
+        Verdict::Error => "harness error (the grade says nothing about the proxy)",
+        Verdict::Interrupted => "interrupted",
+        Verdict::Flaky => "flaky (attempts disagree)",
+        Verdict::Skipped => "skipped or not fully verified",
+        Verdict::NonStrict => {
+            "slower than the scenario's cap (within a declared bound) or a SHOULD"
+        }
+        _ if failed("proxy ready") => "the proxy never became ready (not listening, or it exited)",
+        _ => "checks failed",
+    })
+}
+
+/// One not-passed scenario: id, attempts, harness error, and each check that did not pass with
+/// its verdict.
+fn print_scenario(s: &reports::ScenarioResult) {
+    if let Some(why) = environment_only(s) {
+        outln!("    not-supported {}: {why}", s.id);
+        return;
+    }
+    outln!("    {} {}", s.verdict, s.id);
+    if s.attempts.len() > 1 {
+        outln!("        {}", super::attempts_line(s));
+    }
+    if let Some(e) = &s.error {
+        outln!("        harness error [{}]: {}", e.kind, e.message);
+    }
+    for c in s
+        .checks
+        .iter()
+        .filter(|c| c.verdict != reports::Verdict::Pass)
+    {
+        outln!(
+            "        {} [{}]: expected {}; observed {}",
+            c.name,
+            c.verdict,
+            c.expected,
+            c.observed
+        );
     }
 }
