@@ -10,6 +10,7 @@
 //! still written, with the scenarios it did not finish marked `interrupted`; the cleanup takes
 //! at most 10 s, a second signal cuts it short). `gate` and `merge` answer the same way.
 
+mod compare;
 mod demo;
 mod flags;
 mod list;
@@ -86,6 +87,10 @@ pub enum Command {
     /// catch it. Needs the separately built broken proxy (never part of a release build):
     /// `cargo build -p proxy-under-test --example sabotaged-proxy --features sabotage`.
     Demo(DemoArgs),
+    /// Several proxies side by side: from their report.json files, a matrix of scenarios ×
+    /// proxies (compare.md and compare.html in -o DIR), each cell linking to the scenario's
+    /// details in that run's report.html.
+    Compare(CompareArgs),
     /// Run the bundled reference proxy in-process (used by the default manifest).
     #[command(hide = true, name = "reference-proxy")]
     ReferenceProxy(ReferenceArgs),
@@ -187,6 +192,33 @@ pub struct ListArgs {
     pub sabotages: bool,
 }
 
+/// `conformance compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The report.json of each proxy's run (one column each, in this order).
+    #[arg(required = true, value_name = "REPORT.json")]
+    pub reports: Vec<PathBuf>,
+    /// Where compare.md and compare.html go.
+    #[arg(
+        short = 'o',
+        long,
+        value_name = "DIR",
+        default_value = "conformance-compare"
+    )]
+    pub out: PathBuf,
+    /// Write only the Markdown matrix, to FILE (e.g. docs/compatibility.md).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Link each scenario id to its catalogue file under this path prefix (e.g.
+    /// ../scenarios/catalogue).
+    #[arg(long, value_name = "PREFIX")]
+    pub catalogue: Option<String>,
+    /// Also write each input reduced to its verdicts (small enough to commit) into DIR, named
+    /// after the input's directory; `compare` reads them back like any report.
+    #[arg(long, value_name = "DIR")]
+    pub slim: Option<PathBuf>,
+}
+
 /// `conformance demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -258,6 +290,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Merge(a) => merge(&a),
         Command::Durations(a) => durations(&a),
         Command::Demo(a) => demo::demo(&a),
+        Command::Compare(a) => compare::compare(&a),
         Command::ReferenceProxy(a) => return reference_proxy(a.args),
         Command::RedirectTraffic(a) => return redirect_traffic(a.args),
     };

@@ -226,3 +226,39 @@ fn failures_are_grouped_by_cause_with_each_checks_verdict() {
     assert!(stdout.contains("the proxy never became ready"), "{stdout}");
     assert!(stdout.contains("proxy ready [fail]"), "{stdout}");
 }
+
+#[test]
+fn docs_compatibility_is_regenerated_from_the_committed_inputs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tmp = tempfile::tempdir().unwrap();
+    let out_file = tmp.path().join("compatibility.md");
+    let inputs =
+        ["reference", "envoy-inline", "envoy-sds"].map(|n| format!("docs/compatibility/{n}.json"));
+    let mut args = vec!["compare"];
+    args.extend(inputs.iter().map(String::as_str));
+    args.extend([
+        "--markdown",
+        out_file.to_str().unwrap(),
+        "--catalogue",
+        "../scenarios/catalogue",
+    ]);
+    let out = conformance(&args, &root);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let fresh = std::fs::read_to_string(&out_file).unwrap();
+    let committed = std::fs::read_to_string(root.join("docs/compatibility.md")).unwrap();
+    assert_eq!(
+        fresh,
+        committed,
+        "docs/compatibility.md is stale: regenerate it with `conformance compare {} --markdown \
+         docs/compatibility.md --catalogue ../scenarios/catalogue`",
+        inputs.join(" ")
+    );
+    // Every scenario link resolves to its catalogue file.
+    for link in committed.split("](../scenarios/catalogue/").skip(1) {
+        let file = link.split(')').next().unwrap();
+        assert!(
+            root.join("scenarios/catalogue").join(file).is_file(),
+            "{file}"
+        );
+    }
+}

@@ -13,7 +13,7 @@ use crate::escape::html;
 use crate::model::{Profile, Report, ScenarioResult, Verdict};
 use crate::text::{fmt_ms, level, not_run_reason, proxy_title, timing};
 
-const STYLE: &str = include_str!("html/style.css");
+pub(crate) const STYLE: &str = include_str!("html/style.css");
 
 /// Renders the report as a single self-contained HTML page.
 pub fn to_html(report: &Report) -> String {

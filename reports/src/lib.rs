@@ -46,6 +46,7 @@
 
 #![forbid(unsafe_code)]
 
+mod compare;
 mod error;
 mod escape;
 #[cfg(any(test, feature = "test-util"))]
@@ -61,6 +62,7 @@ mod repeat;
 mod text;
 mod write;
 
+pub use self::compare::{Column, compare_html, compare_markdown, html_anchor, slim};
 pub use self::error::ReportError;
 pub use self::grade::{ENVIRONMENT_CHECK, GateFailure, NO_CHECKS_ERROR_KIND, Offender};
 pub use self::html::to_html;

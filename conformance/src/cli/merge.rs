@@ -24,7 +24,7 @@ pub(super) fn shard_plan(
     shard::select(plan, spec, durations, claimed.to_vec())
 }
 
-fn read_report(path: &Path) -> Result<Report, Error> {
+pub(super) fn read_report(path: &Path) -> Result<Report, Error> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
     Report::from_json(&text).map_err(|source| Error::ReadReport {

@@ -120,7 +120,7 @@ fn badges_link_to_profiles_that_have_sections() {
 
 #[test]
 fn failures_come_first_with_reasons_fixes_and_an_interrupted_column() {
-    let page = to_html(&crate::fixture::sample_report());
+    let page = to_html(&sample_report());
     let attention = page
         .find("Needs attention")
         .expect("a needs-attention block");
