@@ -152,7 +152,11 @@ async fn a_late_start_still_observes_once() {
     // so), rather than failed for a window it never had.
     let e = run(p, |_| false).await;
     assert_eq!(e.observations, 1);
-    assert!(matches!(e.outcome, Outcome::Unjudged { .. }), "{:?}", e.outcome);
+    assert!(
+        matches!(e.outcome, Outcome::Unjudged { .. }),
+        "{:?}",
+        e.outcome
+    );
 }
 
 #[tokio::test(start_paused = true)]
