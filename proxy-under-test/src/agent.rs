@@ -7,7 +7,7 @@
 mod assemble;
 pub mod blocking;
 mod client;
-mod recovery;
+pub(crate) mod recovery;
 #[cfg(test)]
 mod tests;
 pub mod types;
@@ -26,6 +26,7 @@ pub use self::client::{AgentClient, Blocking, REQUEST_TIMEOUT, http_timeout, nor
 use self::types::{AgentService, CaRoots, CompiledChain, HealthEntry, LeafCert};
 use crate::authz::{DefaultPolicy, Intention, IntentionSet};
 use crate::metrics::Metrics;
+use crate::seam::Hooks;
 use crate::snapshot::Snapshot;
 use crate::tls::{Leaf, TrustRoots};
 
@@ -149,13 +150,11 @@ async fn run(
     metrics: Arc<Metrics>,
     out: watch::Sender<Option<Arc<Snapshot>>>,
 ) {
-    #[cfg(feature = "sabotage")]
-    let timing = client.sabotage.timing(timing);
+    let timing = client.hooks.timing(timing);
     let (tx, mut rx) = mpsc::channel::<Update>(64);
     let proxy_id = initial.id.clone();
     let mut state = State {
-        #[cfg(feature = "sabotage")]
-        sabotage: crate::sabotage::Hooks::from_client(&client),
+        hooks: Hooks::from_client(&client),
         ..State::default()
     };
     apply(&mut state, Update::Service(Box::new(initial)), &metrics);
@@ -226,8 +225,7 @@ fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
         }
         Update::Leaf(leaf) => match Leaf::from_pem(&leaf.cert_pem, &leaf.private_key_pem) {
             Ok(l) => {
-                #[cfg(feature = "sabotage")]
-                let Some(l) = state.sabotage.leaf(l) else {
+                let Some(l) = state.hooks.leaf(l) else {
                     return;
                 };
                 tracing::info!(serial = %leaf.serial_number, valid_before = %leaf.valid_before, key = %l.key_kind, chain = l.chain_len(), "leaf certificate loaded");
@@ -239,8 +237,7 @@ fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
         },
         Update::Roots(roots) => {
             let pems = roots.roots.iter().map(|r| r.root_cert.as_str());
-            #[cfg(feature = "sabotage")]
-            let pems = pems.filter(|pem| state.sabotage.root_usable(pem));
+            let pems = pems.filter(|pem| state.hooks.root_usable(pem));
             match TrustRoots::from_pems(pems, &roots.trust_domain) {
                 Ok(r) => {
                     let r = r.with_intermediate_pems(
@@ -265,9 +262,7 @@ fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
                 .map(|p| p.destination_service_name.clone())
                 .unwrap_or_default();
             tracing::info!(count = list.len(), destination = %dest, "intentions loaded");
-            let set = IntentionSet::new(&dest, list);
-            #[cfg(feature = "sabotage")]
-            let set = set.with_sabotage(state.sabotage.set());
+            let set = IntentionSet::new(&dest, list).with_hooks(state.hooks.authz());
             state.intentions = Some(Arc::new(set));
         }
         Update::Policy(p) => {

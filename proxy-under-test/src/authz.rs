@@ -4,8 +4,6 @@
 
 mod l7;
 mod model;
-#[cfg(feature = "sabotage")]
-mod sabotage;
 #[cfg(test)]
 mod tests;
 
@@ -15,6 +13,7 @@ use std::fmt;
 pub(crate) use self::l7::CompiledPermission;
 pub use self::l7::RequestInfo;
 pub use self::model::{HeaderMatch, HttpMatch, Intention, Permission};
+use crate::seam::AuthzHooks;
 use crate::spiffe::ServiceId;
 
 /// Where the default decision came from (Consul's reason texts differ).
@@ -89,25 +88,25 @@ pub struct Decision {
 pub struct IntentionSet {
     destination: String,
     rules: Vec<Rule>,
-    #[cfg(feature = "sabotage")]
-    sabotage: crate::sabotage::Sabotages,
+    hooks: AuthzHooks,
 }
 
+/// One compiled intention.
 #[derive(Debug, Clone)]
-struct Rule {
-    intention: Intention,
-    precedence: u8,
+pub(crate) struct Rule {
+    pub(crate) intention: Intention,
+    pub(crate) precedence: u8,
     permissions: Vec<CompiledPermission>,
 }
 
 impl Rule {
-    fn is_l7(&self) -> bool {
+    pub(crate) fn is_l7(&self) -> bool {
         !self.intention.permissions.is_empty()
     }
-    fn allows(&self) -> bool {
+    pub(crate) fn allows(&self) -> bool {
         self.intention.action.eq_ignore_ascii_case("allow")
     }
-    fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let i = &self.intention;
         format!(
             "{}/{} => {}/{}",
@@ -177,9 +176,14 @@ impl IntentionSet {
         Self {
             destination: destination.to_owned(),
             rules,
-            #[cfg(feature = "sabotage")]
-            sabotage: Default::default(),
+            hooks: AuthzHooks::default(),
         }
+    }
+
+    /// This set, with `hooks` asked before each decision.
+    pub(crate) fn with_hooks(mut self, hooks: AuthzHooks) -> Self {
+        self.hooks = hooks;
+        self
     }
 
     /// The destination service these intentions protect.
@@ -197,13 +201,19 @@ impl IntentionSet {
         self.rules.is_empty()
     }
 
+    /// The intentions matching `source`, highest precedence first.
+    fn matching<'a>(&'a self, source: &ServiceId) -> impl DoubleEndedIterator<Item = &'a Rule> {
+        self.rules
+            .iter()
+            .filter(move |r| self.rule_matches(r, source))
+    }
+
     /// The governing (highest-precedence matching) intention for `source`.
-    fn governing(&self, source: &ServiceId) -> Option<&Rule> {
-        #[cfg(feature = "sabotage")]
-        if let Some(instead) = self.sabotaged_governing(source) {
+    pub(crate) fn governing(&self, source: &ServiceId) -> Option<&Rule> {
+        if let Some(instead) = self.hooks.governing(self.matching(source)) {
             return instead;
         }
-        self.rules.iter().find(|r| self.rule_matches(r, source))
+        self.matching(source).next()
     }
 
     fn rule_matches(&self, rule: &Rule, source: &ServiceId) -> bool {
@@ -223,8 +233,7 @@ impl IntentionSet {
     /// L4 decision for a connection from `source` (an L7 intention is a deny, as in Consul's
     /// authorize endpoint).
     pub fn authorize_l4(&self, source: &ServiceId, default: DefaultPolicy) -> Decision {
-        #[cfg(feature = "sabotage")]
-        if let Some(d) = self.sabotaged_decision(source) {
+        if let Some(d) = self.hooks.decision(self, source) {
             return d;
         }
         match self.governing(source) {
@@ -261,8 +270,7 @@ impl IntentionSet {
         request: &RequestInfo<'_>,
         default: DefaultPolicy,
     ) -> Decision {
-        #[cfg(feature = "sabotage")]
-        if let Some(d) = self.sabotaged_decision(source) {
+        if let Some(d) = self.hooks.decision(self, source) {
             return d;
         }
         let Some(rule) = self.governing(source) else {
@@ -303,11 +311,10 @@ impl IntentionSet {
 }
 
 impl IntentionSet {
-    /// Whether permission `p` matches `request` (sabotage `ignore-grpc-paths` aside).
+    /// Whether permission `p` matches `request`.
     fn permission_matches(&self, p: &CompiledPermission, request: &RequestInfo<'_>) -> bool {
-        #[cfg(feature = "sabotage")]
-        if self.ignores_grpc_paths(request) {
-            return p.matches_with(request, true);
+        if let Some(m) = self.hooks.permission_matches(p, request) {
+            return m;
         }
         p.matches(request)
     }

@@ -5,7 +5,7 @@
 
 mod accept;
 mod inbound;
-mod l7;
+pub(crate) mod l7;
 mod listen;
 mod local;
 mod outbound;
@@ -24,11 +24,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-#[cfg(feature = "sabotage")]
-pub(crate) use self::l7::reply::is_grpc as is_grpc_request;
 use self::listen::UpstreamListener;
 pub use self::unix::UnixBindError;
 use crate::metrics::Metrics;
+use crate::seam::Hooks;
 use crate::snapshot::{Bind, Snapshot};
 use crate::tls::{self, InboundTls, TlsError};
 
@@ -123,20 +122,11 @@ impl Drop for ConnGuard {
 }
 
 impl Shared {
-    /// The newest snapshot (always present once listeners run).
+    /// The snapshot to serve from: the newest one (always present once listeners run), as its
+    /// hooks see it.
     pub(crate) fn current(&self) -> Option<Arc<Snapshot>> {
-        #[cfg(feature = "sabotage")]
-        if let Some(snap) = self.snapshots.borrow().as_ref() {
-            return crate::sabotage::Hooks::view(snap);
-        }
-        self.snapshots.borrow().clone()
-    }
-
-    /// Whether the newest snapshot carries sabotage `s`.
-    #[cfg(feature = "sabotage")]
-    pub(crate) fn sabotaged(&self, s: crate::sabotage::Sabotage) -> bool {
-        let snap = self.snapshots.borrow();
-        snap.as_ref().is_some_and(|snap| snap.sabotage.has(s))
+        let newest = self.snapshots.borrow().clone()?;
+        Hooks::serving(newest)
     }
 
     pub(crate) fn track(&self) -> ConnGuard {
@@ -158,8 +148,7 @@ impl Shared {
             return Ok(tls.clone());
         }
         let tls = tls::inbound(&snap.leaf, &snap.roots)?;
-        #[cfg(feature = "sabotage")]
-        let tls = snap.sabotage.inbound_tls(tls, snap)?;
+        let tls = snap.hooks.inbound_tls(tls, snap)?;
         let tls = with_alpn(tls, snap.knobs.protocol);
         *cache = Some((snap.clone(), tls.clone()));
         Ok(tls)

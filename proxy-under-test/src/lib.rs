@@ -12,6 +12,17 @@
 //!
 //! [`redirect`] is the separate, one-shot, privileged `redirect-traffic` command that installs
 //! the iptables rules of transparent proxying (the proxy itself stays unprivileged).
+//!
+//! Modules: [`cli`] (the command line and its entry point), [`proxy`] (control plane and data
+//! plane wired together), [`agent`] (the control plane: agent client, watches, snapshot
+//! assembly), [`snapshot`] (the immutable configuration), [`dataplane`] (listeners, inbound,
+//! upstreams, transparent mode), [`normalize`] (HTTP request paths, as Envoy normalizes them),
+//! [`authz`] (intentions), [`tls`] and [`spiffe`] (certificates and identities), [`knobs`],
+//! [`metrics`], [`redirect`]. [`seam`] holds the hooks the core calls at each point a test
+//! build may alter: zero-sized no-ops in the default build; with the test-only cargo feature
+//! `sabotage`, the seam is the `sabotage` module's, which applies `--sabotage NAME`. The three
+//! declarations choosing between them below, and the default build's guard test, are the only
+//! places outside `sabotage` that name the feature.
 #![forbid(unsafe_code)]
 
 pub mod agent;
@@ -25,6 +36,10 @@ pub mod proxy;
 pub mod redirect;
 #[cfg(feature = "sabotage")]
 pub mod sabotage;
+#[cfg(feature = "sabotage")]
+pub use sabotage::seam;
+#[cfg(not(feature = "sabotage"))]
+pub mod seam;
 pub mod snapshot;
 pub mod spiffe;
 pub mod tls;

@@ -1,16 +1,31 @@
 //! Test-only deliberately broken behaviours (cargo feature `sabotage`, off by default), so the
 //! conformance harness can prove every scenario fails against at least one broken proxy.
 //!
-//! A [`Sabotages`] set is chosen at run time (`--sabotage NAME`, repeatable) and injected:
-//! [`AgentClient::with_sabotage`](crate::AgentClient::with_sabotage) carries it into the control
-//! plane, which copies it into every [`Snapshot`](crate::Snapshot) (`sabotage` field, a
-//! [`Hooks`]) and into the [`IntentionSet`](crate::IntentionSet) it builds; the data plane reads
-//! it from the snapshot. The real code only holds one-line `#[cfg(feature = "sabotage")]` hooks
-//! calling in here. Without the feature none of this exists, in the library or the binary.
+//! A [`Sabotages`] set is chosen at run time (`--sabotage NAME`, repeatable) and injected through
+//! the proxy's seam ([`seam`], which is `crate::seam` in this build): the [`Invocation`]'s set
+//! becomes the [`AgentClient`]'s `ClientHooks` ([`AgentClient::with_sabotage`] in tests); the
+//! control plane copies it into every [`Snapshot`]'s [`Hooks`] and every [`IntentionSet`]'s
+//! `AuthzHooks`; the data plane asks the snapshot's. The core only calls the seam's hooks, which
+//! do nothing in the default build (`src/seam.rs`); without the feature this module does not
+//! exist, in the library or the binary.
+//!
+//! By job: the names and the set (here), the `--sabotage` flag (`cli`), the snapshot's hooks
+//! (`hooks`), the agent client's (`agent`), authorization (`authz`), open inbound connections
+//! (`connection`), TLS (`tls`, `chain`), transparent routing (`transparent`).
+//!
+//! [`Invocation`]: crate::cli::Invocation
+//! [`AgentClient`]: crate::AgentClient
+//! [`AgentClient::with_sabotage`]: crate::AgentClient::with_sabotage
+//! [`Snapshot`]: crate::Snapshot
+//! [`IntentionSet`]: crate::IntentionSet
 
 mod agent;
+mod authz;
 mod chain;
+mod cli;
+mod connection;
 mod hooks;
+pub mod seam;
 mod tls;
 mod transparent;
 
@@ -22,11 +37,7 @@ use std::str::FromStr;
 
 use clap::builder::PossibleValue;
 
-use crate::cli::Invocation;
-
-pub(crate) use self::agent::ClientHooks;
 pub use self::hooks::Hooks;
-pub(crate) use self::hooks::{dropped_on_change, unsupervised};
 
 /// One deliberately broken behaviour. Names (see [`Sabotage::as_str`]) are fixed: the scenario
 /// catalogue refers to them verbatim.
@@ -136,11 +147,15 @@ pub enum Sabotage {
     /// `policy-on-timer`: the default intention policy is re-read only on its timer, not when the
     /// agent answers again after failing (a restarted agent's new policy is missed for minutes).
     PolicyOnTimer,
+    /// `raw-path-authz`: HTTP request paths are neither normalized nor resolved: permissions
+    /// match the path as sent and the application receives it as sent (Consul before 1.20.1,
+    /// CVE-2024-10005).
+    RawPathAuthz,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 38] = [
+    pub const ALL: [Self; 39] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -179,6 +194,7 @@ impl Sabotage {
         Self::LeafWithoutChain,
         Self::RootsOnlyVerification,
         Self::PolicyOnTimer,
+        Self::RawPathAuthz,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -222,6 +238,7 @@ impl Sabotage {
             Self::LeafWithoutChain => "leaf-without-chain",
             Self::RootsOnlyVerification => "roots-only-verification",
             Self::PolicyOnTimer => "policy-on-timer",
+            Self::RawPathAuthz => "raw-path-authz",
         }
     }
 
@@ -312,37 +329,4 @@ impl fmt::Display for Sabotages {
         let names: Vec<&str> = self.iter().map(Sabotage::as_str).collect();
         f.write_str(&names.join(","))
     }
-}
-
-/// The `--sabotage NAME` argument (repeatable, or comma-separated), added to the CLI parser only
-/// when the feature is on.
-pub(crate) fn cli_arg() -> clap::Arg {
-    clap::Arg::new("sabotage")
-        .long("sabotage")
-        .value_name("NAME")
-        .action(clap::ArgAction::Append)
-        .value_delimiter(',')
-        .value_parser(clap::builder::EnumValueParser::<Sabotage>::new())
-        .help("Test only: run with a deliberately broken behaviour (repeatable)")
-}
-
-/// The set chosen on the command line.
-pub(crate) fn from_matches(matches: &clap::ArgMatches) -> Sabotages {
-    matches
-        .get_many::<Sabotage>("sabotage")
-        .into_iter()
-        .flatten()
-        .copied()
-        .collect()
-}
-
-/// Applies the CLI-level sabotage (`ignore-token-file`) and warns that the run is broken.
-pub(crate) fn adjust_invocation(mut invocation: Invocation) -> Invocation {
-    if !invocation.sabotage.is_empty() {
-        tracing::warn!(sabotage = %invocation.sabotage, "TEST ONLY: deliberately broken behaviours enabled");
-    }
-    if invocation.sabotage.contains(Sabotage::IgnoreTokenFile) {
-        invocation.cli.token_file = None;
-    }
-    invocation
 }

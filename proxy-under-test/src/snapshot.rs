@@ -45,9 +45,9 @@ pub struct Snapshot {
     /// How inbound HTTP request paths are normalized before authorization (Consul's defaults,
     /// as with no `mesh` config entry).
     pub path_normalization: PathNormalization,
-    /// Test-only broken behaviours the data plane applies.
-    #[cfg(feature = "sabotage")]
-    pub sabotage: crate::sabotage::Hooks,
+    /// What the data plane's hooks do at each decision point (nothing in the default build; see
+    /// [`seam`](crate::seam)).
+    pub hooks: crate::seam::Hooks,
 }
 
 /// Transparent mode: one outbound listener receiving the application's redirected TCP.

@@ -249,8 +249,7 @@ pub(crate) fn snapshot(
         upstreams,
         transparent: None,
         path_normalization: Default::default(),
-        #[cfg(feature = "sabotage")]
-        sabotage: Default::default(),
+        hooks: Default::default(),
     }
 }
 

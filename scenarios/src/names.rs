@@ -68,6 +68,7 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "roots-only-verification",
     "ignore-grpc-paths",
     "drop-trailers",
+    "raw-path-authz",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

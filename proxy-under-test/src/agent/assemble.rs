@@ -10,6 +10,7 @@ use super::types::{AgentService, CompiledChain, HealthEntry};
 use crate::authz::{DefaultPolicy, IntentionSet};
 use crate::knobs::{Knobs, Protocol};
 use crate::normalize::PathNormalization;
+use crate::seam::Hooks;
 use crate::snapshot::{Bind, Endpoint, Snapshot, Target, Upstream};
 use crate::tls::{Leaf, TrustRoots};
 
@@ -69,8 +70,8 @@ pub(crate) struct State {
     pub(crate) policy: Option<DefaultPolicy>,
     pub(crate) chains: BTreeMap<ChainKey, CompiledChain>,
     pub(crate) health: BTreeMap<HealthKey, Vec<HealthEntry>>,
-    #[cfg(feature = "sabotage")]
-    pub(crate) sabotage: crate::sabotage::Hooks,
+    /// The hooks every snapshot carries (and the control plane asks while assembling).
+    pub(crate) hooks: Hooks,
 }
 
 /// Parses a Go duration string such as `5s`, `1m30s`, `250ms`, `1.5s`.
@@ -253,8 +254,7 @@ impl State {
         }
         let knobs = Knobs::from_config(&proxy.config);
         let local_app = sockets::local_app(proxy);
-        #[cfg(feature = "sabotage")]
-        let local_app = self.sabotage.local_app(local_app, proxy);
+        let local_app = self.hooks.local_app(local_app, proxy);
         let upstreams = upstream_specs(svc)
             .into_iter()
             .map(|spec| {
@@ -273,8 +273,7 @@ impl State {
                             .get(&t.health_key(&svc.datacenter))
                             .map(|e| endpoints(e))
                             .unwrap_or_default();
-                        #[cfg(feature = "sabotage")]
-                        let eps = self.sabotage.endpoints(eps);
+                        let eps = self.hooks.endpoints(eps);
                         Target {
                             id: t.id,
                             service: t.service,
@@ -312,8 +311,7 @@ impl State {
             upstreams,
             transparent: transparent::transparent(proxy),
             path_normalization: PathNormalization::default(),
-            #[cfg(feature = "sabotage")]
-            sabotage: self.sabotage.clone(),
+            hooks: self.hooks.clone(),
         })
     }
 }

@@ -11,6 +11,7 @@ use super::AgentError;
 use super::recovery::AgentHealth;
 use super::types::{AgentService, CaRoots, ChainResponse, HealthEntry, LeafCert};
 use crate::authz::{DefaultPolicy, Intention};
+use crate::seam::ClientHooks;
 
 /// Result of a blocking read: the body and the returned index (or content hash).
 #[derive(Debug, Clone, PartialEq)]
@@ -33,8 +34,8 @@ pub struct AgentClient {
     token: Option<String>,
     request_timeout: Duration,
     health: AgentHealth,
-    #[cfg(feature = "sabotage")]
-    pub(crate) sabotage: crate::sabotage::ClientHooks,
+    /// What this client's hooks do around each request (nothing in the default build).
+    pub(crate) hooks: ClientHooks,
 }
 
 /// Normalizes `CONSUL_HTTP_ADDR` forms: `host:port`, `http://host:port[/prefix]`. HTTPS and unix
@@ -89,9 +90,14 @@ impl AgentClient {
             token: token.filter(|t| !t.is_empty()),
             request_timeout: REQUEST_TIMEOUT,
             health: AgentHealth::default(),
-            #[cfg(feature = "sabotage")]
-            sabotage: Default::default(),
+            hooks: ClientHooks::default(),
         })
+    }
+
+    /// This client (and the control plane built on it) with `hooks` around each request.
+    pub(crate) fn with_hooks(mut self, hooks: ClientHooks) -> Self {
+        self.hooks = hooks;
+        self
     }
 
     /// Overrides the timeout of non-blocking requests ([`REQUEST_TIMEOUT`] by default).
@@ -127,15 +133,14 @@ impl AgentClient {
         body: Option<&serde_json::Value>,
         timeout: Duration,
     ) -> Result<reqwest::Response, AgentError> {
-        let token = self.token.as_deref();
-        #[cfg(feature = "sabotage")]
-        let (query, token) = self.sabotage.before_send(path, query, token).await;
-        #[cfg(feature = "sabotage")]
-        let query = query.as_slice();
+        let (query, token) = self
+            .hooks
+            .before_request(path, query, self.token.as_deref())
+            .await;
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.base))
-            .query(query)
+            .query(&*query)
             .timeout(timeout);
         if let Some(t) = token {
             req = req.header("X-Consul-Token", t);
@@ -146,8 +151,7 @@ impl AgentClient {
         let sent = req.send().await;
         self.health
             .observe(sent.as_ref().is_ok_and(|r| !r.status().is_server_error()));
-        #[cfg(feature = "sabotage")]
-        self.sabotage.record(&sent);
+        self.hooks.after_request(&sent);
         let resp = sent.map_err(|e| {
             if e.is_timeout() {
                 AgentError::Timeout
@@ -185,8 +189,7 @@ impl AgentClient {
         index: u64,
         wait: Duration,
     ) -> Result<Blocking<T>, AgentError> {
-        #[cfg(feature = "sabotage")]
-        let index = self.sabotage.stalled_index(path, &query, index);
+        let index = self.hooks.blocking_index(path, &query, index);
         if index > 0 {
             query.push(("index", index.to_string()));
             query.push(("wait", format!("{}ms", wait.as_millis())));

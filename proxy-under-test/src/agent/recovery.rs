@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::watch;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// Shared by every clone of an [`AgentClient`](super::AgentClient).
 #[derive(Debug, Clone)]

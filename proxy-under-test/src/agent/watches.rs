@@ -144,8 +144,7 @@ pub(crate) async fn policy_watch(
                 delay
             }
         };
-        #[cfg(feature = "sabotage")]
-        if client.sabotage.policy_on_timer() {
+        if !client.hooks.policy_follows_recoveries() {
             tokio::time::sleep(pause).await;
             continue;
         }

@@ -97,24 +97,30 @@ impl CompiledPermission {
         self.allow
     }
 
+    /// Whether every condition of the permission holds for `req` (never for an unusable one).
     pub(crate) fn matches(&self, req: &RequestInfo<'_>) -> bool {
-        self.matches_with(req, false)
+        let path_ok = self.cond.as_ref().is_some_and(|c| c.path.matches(req.path));
+        path_ok && self.matches_ignoring_path(req)
     }
 
-    /// `matches`, with every path condition matching when `any_path` (sabotage
-    /// `ignore-grpc-paths`).
-    pub(crate) fn matches_with(&self, req: &RequestInfo<'_>, any_path: bool) -> bool {
-        let Some(c) = &self.cond else { return false };
-        let path_ok = match &c.path {
-            PathCond::Any => true,
-            _ if any_path => true,
-            PathCond::Exact(e) => req.path == e,
-            PathCond::Prefix(p) => req.path.starts_with(p.as_str()),
-            PathCond::Regex(r) => r.is_match(req.path),
-        };
-        let method_ok =
-            c.methods.is_empty() || c.methods.iter().any(|m| m.eq_ignore_ascii_case(req.method));
-        path_ok && method_ok && c.headers.iter().all(|h| h.matches(req.headers))
+    /// Whether every condition but the path's holds for `req` (never for an unusable permission).
+    pub(crate) fn matches_ignoring_path(&self, req: &RequestInfo<'_>) -> bool {
+        self.cond.as_ref().is_some_and(|c| {
+            let method_ok = c.methods.is_empty()
+                || c.methods.iter().any(|m| m.eq_ignore_ascii_case(req.method));
+            method_ok && c.headers.iter().all(|h| h.matches(req.headers))
+        })
+    }
+}
+
+impl PathCond {
+    fn matches(&self, path: &str) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Exact(e) => path == e,
+            Self::Prefix(p) => path.starts_with(p.as_str()),
+            Self::Regex(r) => r.is_match(path),
+        }
     }
 }
 

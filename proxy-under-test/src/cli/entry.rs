@@ -14,15 +14,16 @@ use tracing_subscriber::util::SubscriberInitExt;
 use super::{Cli, CliError, Env, Target, normalize_args, pick_sidecar};
 use crate::agent::{AgentClient, AgentError};
 use crate::proxy::{Proxy, ProxyError};
+use crate::seam::{ClientHooks, HookSet};
 
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {
     /// The flags.
     pub cli: Cli,
-    /// `--sabotage NAME` values (test-only feature `sabotage`).
-    #[cfg(feature = "sabotage")]
-    pub sabotage: crate::sabotage::Sabotages,
+    /// The hooks chosen on the command line (none in the default build; see
+    /// [`seam`](crate::seam)).
+    pub hooks: HookSet,
 }
 
 /// Why a parsed invocation stopped with an error (exit status 1).
@@ -46,14 +47,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString>,
 {
-    let command = Cli::command();
-    #[cfg(feature = "sabotage")]
-    let command = command.arg(crate::sabotage::cli_arg());
+    let command = HookSet::args(Cli::command());
     let matches = command.try_get_matches_from(normalize_args(args.into_iter().map(Into::into)))?;
     Ok(Invocation {
         cli: Cli::from_arg_matches(&matches)?,
-        #[cfg(feature = "sabotage")]
-        sabotage: crate::sabotage::from_matches(&matches),
+        hooks: HookSet::from_matches(&matches),
     })
 }
 
@@ -90,12 +88,10 @@ pub async fn run(
     env: &Env,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), RunError> {
-    #[cfg(feature = "sabotage")]
-    let invocation = crate::sabotage::adjust_invocation(invocation);
+    let invocation = HookSet::adjust(invocation);
     let settings = invocation.cli.settings(env)?;
-    let client = AgentClient::new(&settings.http_addr, settings.token.clone())?;
-    #[cfg(feature = "sabotage")]
-    let client = client.with_sabotage(invocation.sabotage);
+    let client = AgentClient::new(&settings.http_addr, settings.token.clone())?
+        .with_hooks(ClientHooks::new(invocation.hooks));
     let proxy_id = match settings.target {
         Target::ProxyId(id) => id,
         Target::SidecarFor(s) => {

@@ -18,6 +18,7 @@ use super::local::{self, AppConn};
 use super::{Shared, flag_set, l7};
 use crate::knobs::{Knobs, Protocol};
 use crate::metrics::RefuseReason;
+use crate::seam::OpenConnection;
 use crate::snapshot::Snapshot;
 use crate::spiffe::{ServiceId, service_id_of_cert};
 
@@ -58,9 +59,8 @@ pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 
 /// Checks the peer's certificate against the snapshot's identity rules.
 pub(crate) fn identify(chain: &[CertificateDer<'_>], snap: &Snapshot) -> Result<ServiceId, String> {
-    #[cfg(feature = "sabotage")]
-    if let Some(broken) = snap.sabotage.identify(chain, snap) {
-        return broken;
+    if let Some(id) = snap.hooks.identify(chain, snap) {
+        return id;
     }
     let leaf = chain.first().ok_or("no client certificate")?;
     let id = service_id_of_cert(leaf, snap.knobs.verify_spiffe_uri).map_err(|e| e.to_string())?;
@@ -106,13 +106,11 @@ pub(crate) async fn supervise<F: Future>(
     l4: bool,
     fut: F,
 ) -> End {
-    #[cfg(feature = "sabotage")]
-    if shared.sabotaged(crate::sabotage::Sabotage::NeverRecheckOpen) {
-        let done = crate::sabotage::unsupervised(fut, &shared.kill).await;
+    let hooks = OpenConnection::start(&shared.snapshots);
+    if let Some(unsupervised) = hooks.unsupervised(&shared.kill) {
+        let done = unsupervised.run(fut).await;
         return if done { End::Done } else { End::Killed };
     }
-    #[cfg(feature = "sabotage")]
-    let start = shared.snapshots.borrow().clone();
     tokio::pin!(fut);
     let mut snaps = shared.snapshots.clone();
     snaps.mark_unchanged();
@@ -138,10 +136,7 @@ pub(crate) async fn supervise<F: Future>(
             }
             _ = flag_set(&mut kill) => return End::Killed,
         };
-        #[cfg(feature = "sabotage")]
-        if let Some(why) =
-            crate::sabotage::dropped_on_change(start.as_ref(), snaps.borrow().as_ref())
-        {
+        if let Some(why) = hooks.revoked(&snaps) {
             return End::Revoked(why);
         }
         if recheck && let Err(reason) = reauthorize(shared, peer, l4) {
@@ -222,10 +217,9 @@ async fn handle(tcp: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
     match snap.knobs.protocol {
         Protocol::Tcp => {
             let d = snap.intentions.authorize_l4(&peer.id, snap.default_policy);
-            #[cfg(feature = "sabotage")]
             let d = snap
-                .sabotage
-                .authorize_l4(&snap, &peer.chain, &peer.id, d)
+                .hooks
+                .l4_decision(&snap, &peer.chain, &peer.id, d)
                 .await;
             shared.metrics.decision(d.allowed);
             if !d.allowed {

@@ -30,6 +30,7 @@ use super::Shared;
 use super::inbound::{Peer, log_end, supervise};
 use crate::authz::RequestInfo;
 use crate::normalize::PathAction;
+use crate::seam::PerConnection;
 use crate::snapshot::Snapshot;
 
 pub(crate) type Body = BoxBody<Bytes, hyper::Error>;
@@ -41,8 +42,8 @@ struct Forwarder {
     shared: Arc<Shared>,
     peer: Peer,
     app: AppClient,
-    #[cfg(feature = "sabotage")]
-    first_decision: std::sync::OnceLock<crate::authz::Decision>,
+    /// What the request hooks keep for this connection.
+    hooks: PerConnection,
 }
 
 impl Forwarder {
@@ -69,8 +70,7 @@ impl Forwarder {
             snap.intentions
                 .authorize_l7(&self.peer.id, &info, snap.default_policy)
         };
-        #[cfg(feature = "sabotage")]
-        let decision = snap.sabotage.per_connection(&self.first_decision, decision);
+        let decision = snap.hooks.request_decision(&self.hooks, decision);
         self.shared.metrics.decision(decision.allowed);
         if !decision.allowed {
             tracing::info!(
@@ -111,7 +111,11 @@ impl Forwarder {
 /// a path Envoy refuses is answered here (400, or 307 to the unescaped path).
 fn normalize(snap: &Snapshot, grpc: bool, req: &mut Request<Incoming>) -> Option<Response<Body>> {
     let raw = req.uri().path_and_query()?.as_str();
-    match snap.path_normalization.apply(raw) {
+    match snap
+        .hooks
+        .path_normalization(snap.path_normalization)
+        .apply(raw)
+    {
         PathAction::Forward(path) if path == raw => None,
         PathAction::Forward(path) => {
             tracing::debug!(raw, normalized = %path, "request path normalized");
@@ -140,14 +144,9 @@ fn normalize(snap: &Snapshot, grpc: bool, req: &mut Request<Incoming>) -> Option
     }
 }
 
-/// A response body as it is passed on (trailers included, unless sabotaged).
+/// A response body as it is passed on (trailers included).
 pub(crate) fn response_body(snap: &Snapshot, body: Incoming) -> Body {
-    let body = body.boxed();
-    #[cfg(feature = "sabotage")]
-    let body = snap.sabotage.response_body(body);
-    #[cfg(not(feature = "sabotage"))]
-    let _ = snap;
-    body
+    snap.hooks.response_body(body.boxed())
 }
 
 pub(crate) async fn serve(
@@ -160,8 +159,7 @@ pub(crate) async fn serve(
         shared: shared.clone(),
         peer: peer.clone(),
         app: AppClient::default(),
-        #[cfg(feature = "sabotage")]
-        first_decision: std::sync::OnceLock::new(),
+        hooks: PerConnection::default(),
     });
     let svc = service_fn(move |req| {
         let fwd = fwd.clone();

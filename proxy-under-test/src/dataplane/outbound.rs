@@ -228,8 +228,7 @@ pub(crate) async fn dial(
     };
     let config =
         tls::outbound(&snap.leaf, &snap.roots, expected.clone()).map_err(|e| e.to_string())?;
-    #[cfg(feature = "sabotage")]
-    let config = snap.sabotage.outbound_tls(config, &snap.roots, &expected);
+    let config = snap.hooks.outbound_tls(config, &snap.roots, &expected);
     let config = if h2 {
         let mut c = (*config).clone();
         c.alpn_protocols = vec![b"h2".to_vec()];

@@ -3,6 +3,7 @@
 //! indexes, and the agent health the data plane's fail-closed / fail-open variants react to.
 //! Also the synchronous `POST /v1/agent/connect/authorize` of `authorize-via-agent`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,21 +38,25 @@ struct Status {
 
 impl AgentClient {
     /// This client (and the proxy built on it) with the deliberately broken behaviours `set`.
-    pub fn with_sabotage(mut self, set: Sabotages) -> Self {
-        self.sabotage = ClientHooks {
-            set,
-            status: Arc::default(),
-        };
-        self
+    pub fn with_sabotage(self, set: Sabotages) -> Self {
+        self.with_hooks(ClientHooks::new(set))
     }
 
     /// The sabotage set this client carries.
     pub fn sabotage(&self) -> Sabotages {
-        self.sabotage.set
+        self.hooks.set
     }
 }
 
 impl ClientHooks {
+    /// The client hooks applying `set`, with a fresh request history.
+    pub(crate) fn new(set: Sabotages) -> Self {
+        Self {
+            set,
+            status: Arc::default(),
+        }
+    }
+
     fn has(&self, s: Sabotage) -> bool {
         self.set.contains(s)
     }
@@ -80,12 +85,12 @@ impl ClientHooks {
 
     /// Runs before every request: may park it forever, pace it, strip query parameters or the
     /// token. Returns the query and token to send.
-    pub(crate) async fn before_send<'q, 't>(
+    pub(crate) async fn before_request<'a, 'q, 't>(
         &self,
         path: &str,
-        query: &[(&'q str, String)],
+        query: &'a [(&'q str, String)],
         token: Option<&'t str>,
-    ) -> (Vec<(&'q str, String)>, Option<&'t str>) {
+    ) -> (Cow<'a, [(&'q str, String)]>, Option<&'t str>) {
         if self.parks(path, query) {
             tracing::debug!(path, "sabotage: request never sent");
             std::future::pending::<()>().await;
@@ -95,7 +100,7 @@ impl ClientHooks {
             tokio::time::sleep(TIGHT_POLL).await;
         }
         let uncached = self.has(Sabotage::DropStateOnError);
-        let query = query
+        let query: Vec<_> = query
             .iter()
             .filter(|(k, _)| !(tight && matches!(*k, "index" | "wait" | "hash")))
             .filter(|(k, _)| !(uncached && *k == "cached"))
@@ -103,12 +108,12 @@ impl ClientHooks {
             .collect();
         let first = self.status.sent.fetch_add(1, Ordering::Relaxed) == 0;
         let token = token.filter(|_| first || !self.has(Sabotage::MissingToken));
-        (query, token)
+        (Cow::Owned(query), token)
     }
 
     /// Records how a request went (for `fail-closed-agent-down`, `drop-state-on-error` and
     /// `fail-open-agent-down`).
-    pub(crate) fn record(&self, result: &Result<reqwest::Response, reqwest::Error>) {
+    pub(crate) fn after_request(&self, result: &Result<reqwest::Response, reqwest::Error>) {
         let (failing, unreachable) = match result {
             Ok(resp) => (resp.status().is_server_error(), false),
             Err(_) => (true, true),
@@ -121,7 +126,7 @@ impl ClientHooks {
 
     /// `stall-after-index-reset`: the index to send instead of `index` (never lower than one
     /// already sent for the same request).
-    pub(crate) fn stalled_index(&self, path: &str, query: &[(&str, String)], index: u64) -> u64 {
+    pub(crate) fn blocking_index(&self, path: &str, query: &[(&str, String)], index: u64) -> u64 {
         if !self.has(Sabotage::StallAfterIndexReset) {
             return index;
         }
@@ -138,9 +143,10 @@ impl ClientHooks {
         *h
     }
 
-    /// `policy-on-timer`: the default policy watch ignores agent recoveries.
-    pub(crate) fn policy_on_timer(&self) -> bool {
-        self.has(Sabotage::PolicyOnTimer)
+    /// Whether the default policy watch wakes up when the agent answers again after failing;
+    /// not under `policy-on-timer`.
+    pub(crate) fn policy_follows_recoveries(&self) -> bool {
+        !self.has(Sabotage::PolicyOnTimer)
     }
 
     /// `tight-polling`: no token bucket worth the name, agent/self every 50 ms too.

@@ -1,23 +1,24 @@
-//! The sabotage context every [`Snapshot`] carries for the data plane, and what the data plane's
-//! hooks ask it: the snapshot to serve from (fail closed / fail open while the agent is down),
-//! the peer identity (CN, any trusted certificate), the connection's decision (via the agent, or
-//! the first L7 request's), open-connection supervision (none, or dropped on any change), the TLS
-//! configs, and (asked by the control plane while assembling) which endpoints the snapshot keeps.
+//! [`Hooks`], the sabotage context every [`Snapshot`] carries, and what the data plane asks it:
+//! the snapshot to serve from (fail closed / fail open while the agent is down), the peer
+//! identity (CN, any trusted certificate), the connection's decision (via the agent, or the first
+//! L7 request's), trailers, the TLS configs; and what the control plane asks it while assembling:
+//! the leaf and roots it loads, the local app, which endpoints the snapshot keeps.
 
-use std::future::Future;
 use std::net::IpAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use rustls::ClientConfig;
 use rustls_pki_types::CertificateDer;
-use tokio::sync::watch;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
+use super::authz::AuthzHooks;
+use super::connection::PerConnection;
 use super::{Sabotage, Sabotages, agent, chain, tls};
 use crate::agent::AgentClient;
 use crate::agent::types::AgentProxy;
 use crate::authz::{Decision, DefaultPolicy, IntentionSet};
-use crate::dataplane::flag_set;
+use crate::dataplane::l7::Body;
+use crate::normalize::{EscapedSlashes, PathNormalization};
 use crate::snapshot::{Endpoint, LocalApp, Snapshot};
 use crate::spiffe::{ServiceId, service_id_of_cert};
 use crate::tls::{ExpectedServer, InboundTls, Leaf, TlsError, TrustRoots};
@@ -53,23 +54,28 @@ impl Hooks {
         self.set.contains(s)
     }
 
+    /// The hooks of the intention sets the control plane builds: the same set.
+    pub(crate) fn authz(&self) -> AuthzHooks {
+        AuthzHooks::new(self.set)
+    }
+
     /// The snapshot the data plane serves from: none while the agent is failing
     /// (`fail-closed-agent-down`, `drop-state-on-error`), an allow-everything copy while it is
     /// unreachable (`fail-open-agent-down`), else `snap` itself.
-    pub(crate) fn view(snap: &Arc<Snapshot>) -> Option<Arc<Snapshot>> {
-        let h = &snap.sabotage;
-        let agent = h.agent.as_ref().map(|a| &a.sabotage);
+    pub(crate) fn serving(snap: Arc<Snapshot>) -> Option<Arc<Snapshot>> {
+        let h = &snap.hooks;
+        let agent = h.agent.as_ref().map(|a| &a.hooks);
         let closed = h.has(Sabotage::FailClosedAgentDown) || h.has(Sabotage::DropStateOnError);
         if closed && agent.is_some_and(|a| a.failing()) {
             return None;
         }
         if h.has(Sabotage::FailOpenAgentDown) && agent.is_some_and(|a| a.unreachable()) {
-            let mut open = (**snap).clone();
+            let mut open = (*snap).clone();
             open.intentions = Arc::new(IntentionSet::new(&snap.service, Vec::new()));
             open.default_policy = DefaultPolicy::ALLOW;
             return Some(Arc::new(open));
         }
-        Some(snap.clone())
+        Some(snap)
     }
 
     /// The peer's identity under `authorize-by-cn` (a Subject CN names the service) or
@@ -103,7 +109,7 @@ impl Hooks {
 
     /// The L4 decision for a new connection: under `authorize-via-agent` the agent's answer to
     /// `POST /v1/agent/connect/authorize` (an error refuses), else `local`.
-    pub(crate) async fn authorize_l4(
+    pub(crate) async fn l4_decision(
         &self,
         snap: &Snapshot,
         chain: &[CertificateDer<'_>],
@@ -129,11 +135,24 @@ impl Hooks {
         }
     }
 
-    /// `authorize-per-connection`: the first request's decision (kept in `first`) for every
+    /// `raw-path-authz`: no normalization at all (the path is matched and forwarded as sent).
+    pub(crate) fn path_normalization(&self, configured: PathNormalization) -> PathNormalization {
+        if self.has(Sabotage::RawPathAuthz) {
+            PathNormalization {
+                normalize_path: false,
+                merge_slashes: false,
+                escaped_slashes: EscapedSlashes::KeepUnchanged,
+            }
+        } else {
+            configured
+        }
+    }
+
+    /// `authorize-per-connection`: the first request's decision (kept in `conn`) for every
     /// request of the connection.
-    pub(crate) fn per_connection(&self, first: &OnceLock<Decision>, d: Decision) -> Decision {
+    pub(crate) fn request_decision(&self, conn: &PerConnection, d: Decision) -> Decision {
         if self.has(Sabotage::AuthorizePerConnection) {
-            first.get_or_init(|| d).clone()
+            conn.first_decision.get_or_init(|| d).clone()
         } else {
             d
         }
@@ -141,10 +160,7 @@ impl Hooks {
 
     /// `drop-trailers`: `body` without its trailers (the trailers frame becomes an empty data
     /// frame, so the stream still ends where it did).
-    pub(crate) fn response_body(
-        &self,
-        body: http_body_util::combinators::BoxBody<bytes::Bytes, hyper::Error>,
-    ) -> http_body_util::combinators::BoxBody<bytes::Bytes, hyper::Error> {
+    pub(crate) fn response_body(&self, body: Body) -> Body {
         use http_body_util::BodyExt;
         if !self.has(Sabotage::DropTrailers) {
             return body;
@@ -212,49 +228,6 @@ impl Hooks {
     pub(crate) fn root_usable(&self, pem: &str) -> bool {
         chain::root_usable(pem, self.set)
     }
-}
-
-/// `never-recheck-open`: runs a connection's work with no re-authorization and no lifetime; only
-/// a forced shutdown ends it early. Returns whether the work finished by itself.
-pub(crate) async fn unsupervised<F: Future>(fut: F, kill: &watch::Receiver<bool>) -> bool {
-    let mut kill = kill.clone();
-    tokio::select! {
-        _ = fut => true,
-        _ = flag_set(&mut kill) => false,
-    }
-}
-
-/// `drop-on-change`: why an open connection that started under `start` is closed now that `now`
-/// is the newest snapshot (its intentions, leaf or roots are not the ones loaded then); `None` =
-/// keep it (also when the sabotage is off).
-pub(crate) fn dropped_on_change(
-    start: Option<&Arc<Snapshot>>,
-    now: Option<&Arc<Snapshot>>,
-) -> Option<String> {
-    let (start, now) = (start?, now?);
-    if !now.sabotage.has(Sabotage::DropOnChange) {
-        return None;
-    }
-    let changed: Vec<&str> = [
-        (
-            !Arc::ptr_eq(&start.intentions, &now.intentions),
-            "intentions",
-        ),
-        (
-            !Arc::ptr_eq(&start.leaf.certified, &now.leaf.certified),
-            "leaf",
-        ),
-        (!Arc::ptr_eq(&start.roots.store, &now.roots.store), "roots"),
-    ]
-    .into_iter()
-    .filter_map(|(changed, what)| changed.then_some(what))
-    .collect();
-    (!changed.is_empty()).then(|| {
-        format!(
-            "{} changed: connection dropped (sabotage drop-on-change)",
-            changed.join(", ")
-        )
-    })
 }
 
 fn common_name(der: &CertificateDer<'_>) -> Option<String> {

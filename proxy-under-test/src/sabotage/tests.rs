@@ -8,6 +8,7 @@ mod dataplane;
 mod drop_on_change;
 mod endpoints;
 mod h2;
+mod normalize;
 mod outbound;
 mod transparent;
 
@@ -15,7 +16,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 38] = [
+const CATALOGUE: [&str; 39] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -54,6 +55,7 @@ const CATALOGUE: [&str; 38] = [
     "leaf-without-chain",
     "roots-only-verification",
     "policy-on-timer",
+    "raw-path-authz",
 ];
 
 #[test]
@@ -103,7 +105,7 @@ fn the_flag_is_repeatable_and_comma_separated() {
     .unwrap();
     assert_eq!(inv.cli.proxy_id.as_deref(), Some("db-sidecar-proxy"));
     assert_eq!(
-        inv.sabotage.iter().collect::<Vec<_>>(),
+        inv.hooks.iter().collect::<Vec<_>>(),
         [
             Sabotage::IgnoreDeny,
             Sabotage::TightPolling,
@@ -111,7 +113,7 @@ fn the_flag_is_repeatable_and_comma_separated() {
         ]
     );
     let none = parse_args(["proxy-under-test", "-proxy-id", "x"]).unwrap();
-    assert!(none.sabotage.is_empty());
+    assert!(none.hooks.is_empty());
     let err = parse_args(["proxy-under-test", "-proxy-id", "x", "--sabotage", "nope"]).unwrap_err();
     assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue, "{err}");
 }
@@ -121,7 +123,7 @@ fn ignore_token_file_drops_only_the_flag() {
     let argv = |extra: &[&str]| {
         let mut v = vec!["proxy-under-test", "-proxy-id", "p", "-token-file", "/f"];
         v.extend_from_slice(extra);
-        adjust_invocation(parse_args(v).unwrap())
+        Sabotages::adjust(parse_args(v).unwrap())
     };
     assert_eq!(argv(&[]).cli.token_file.as_deref(), Some("/f"));
     let broken = argv(&["--sabotage", "ignore-token-file"]);

@@ -8,7 +8,7 @@ use crate::snapshot::Snapshot;
 impl Hooks {
     /// `ignore-original-dst`: the first upstream, whatever the destination; `None` = the normal
     /// mapping.
-    pub(crate) fn ignore_original_dst<'a>(&self, snap: &'a Snapshot) -> Option<Route<'a>> {
+    pub(crate) fn route<'a>(&self, snap: &'a Snapshot) -> Option<Route<'a>> {
         if !self.has(Sabotage::IgnoreOriginalDst) {
             return None;
         }
@@ -17,7 +17,7 @@ impl Hooks {
 
     /// `forward-unknown`: the first upstream instead of refusing an unknown destination; `None`
     /// = refuse.
-    pub(crate) fn forward_unknown<'a>(&self, snap: &'a Snapshot) -> Option<Route<'a>> {
+    pub(crate) fn unknown_destination<'a>(&self, snap: &'a Snapshot) -> Option<Route<'a>> {
         if !self.has(Sabotage::ForwardUnknown) {
             return None;
         }

@@ -286,9 +286,7 @@ pub(crate) fn set_intentions(
 ) {
     tx.send_modify(|cur| {
         let mut next = (**cur.as_ref().unwrap()).clone();
-        let set = IntentionSet::new("db", intentions);
-        #[cfg(feature = "sabotage")]
-        let set = set.with_sabotage(next.sabotage.set());
+        let set = IntentionSet::new("db", intentions).with_hooks(next.hooks.authz());
         next.intentions = Arc::new(set);
         *cur = Some(Arc::new(next));
     });

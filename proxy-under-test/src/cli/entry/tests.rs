@@ -1,5 +1,6 @@
-//! Entry-point tests: the parser matches the flags of [`Cli`], `--sabotage` exists only with the
-//! feature, and `run` reports errors with their causes.
+//! Entry-point tests: the parser matches the flags of [`Cli`], the default build has no
+//! `--sabotage` flag and only no-op (zero-sized) hooks, and `run` reports errors with their
+//! causes. (The `sabotage` build's flag is tested in `sabotage::tests`.)
 
 use std::time::Duration;
 
@@ -31,20 +32,30 @@ fn parse_args_reads_the_same_flags_as_the_cli() {
     assert!(!help.use_stderr(), "help is not an error");
 }
 
+/// The guard of the release build: no `--sabotage` flag, and hooks that hold nothing (zero-sized
+/// no-ops, see `src/seam.rs`).
 #[cfg(not(feature = "sabotage"))]
 #[test]
 fn the_default_build_has_no_sabotage_flag() {
+    use std::mem::size_of;
+
+    use crate::seam;
+
     let err = parse_args(argv(&["-proxy-id", "p", "--sabotage", "ignore-deny"])).unwrap_err();
     assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument, "{err}");
     let help = Cli::command().render_long_help().to_string();
     assert!(!help.contains("sabotage"), "{help}");
-}
-
-#[cfg(feature = "sabotage")]
-#[test]
-fn the_sabotage_build_has_the_flag() {
-    let inv = parse_args(argv(&["-proxy-id", "p", "--sabotage", "ignore-deny"])).unwrap();
-    assert!(inv.sabotage.contains(crate::sabotage::Sabotage::IgnoreDeny));
+    let full_help = HookSet::args(Cli::command()).render_long_help().to_string();
+    assert!(!full_help.contains("sabotage"), "{full_help}");
+    let sizes = [
+        size_of::<HookSet>(),
+        size_of::<ClientHooks>(),
+        size_of::<seam::Hooks>(),
+        size_of::<seam::AuthzHooks>(),
+        size_of::<seam::OpenConnection>(),
+        size_of::<seam::PerConnection>(),
+    ];
+    assert_eq!(sizes, [0; 6], "the default build's hooks hold nothing");
 }
 
 #[test]

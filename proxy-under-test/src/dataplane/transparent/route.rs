@@ -100,9 +100,8 @@ pub(crate) fn route<'a>(snap: &'a Snapshot, own: &[SocketAddr], dst: SocketAddr)
     if own.contains(&dst) || own.contains(&canonical) {
         return Route::Refuse(Refusal::OwnListener);
     }
-    #[cfg(feature = "sabotage")]
-    if let Some(broken) = snap.sabotage.ignore_original_dst(snap) {
-        return broken;
+    if let Some(route) = snap.hooks.route(snap) {
+        return route;
     }
     if let Some(route) = mesh(snap, canonical) {
         return route;
@@ -110,9 +109,8 @@ pub(crate) fn route<'a>(snap: &'a Snapshot, own: &[SocketAddr], dst: SocketAddr)
     if snap.knobs.transparent_passthrough {
         return Route::Passthrough;
     }
-    #[cfg(feature = "sabotage")]
-    if let Some(broken) = snap.sabotage.forward_unknown(snap) {
-        return broken;
+    if let Some(route) = snap.hooks.unknown_destination(snap) {
+        return route;
     }
     Route::Refuse(Refusal::Unknown)
 }

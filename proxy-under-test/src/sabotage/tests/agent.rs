@@ -1,6 +1,6 @@
 //! Broken agent usage against the reference: the whole proxy in-process on agent-sim, compared
 //! through the sim's request log; agent health as the fail-closed / fail-open variants see it;
-//! stalled indexes; authorization through the agent.
+//! stalled indexes; authorization through the agent; the default policy read on its timer only.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -170,14 +170,14 @@ fn stall_after_index_reset_keeps_the_highest_index() {
     let seq = [0, 40, 41, 7, 0, 8, 50];
     let sent: Vec<u64> = seq
         .iter()
-        .map(|i| bad.sabotage.stalled_index(INTENTIONS, &q, *i))
+        .map(|i| bad.hooks.blocking_index(INTENTIONS, &q, *i))
         .collect();
     assert_eq!(sent, [0, 40, 41, 41, 41, 41, 50]);
-    let other = bad.sabotage.stalled_index(LEAF, &[], 3);
+    let other = bad.hooks.blocking_index(LEAF, &[], 3);
     assert_eq!(other, 3, "per request");
     let passthrough: Vec<u64> = seq
         .iter()
-        .map(|i| good.sabotage.stalled_index(INTENTIONS, &q, *i))
+        .map(|i| good.hooks.blocking_index(INTENTIONS, &q, *i))
         .collect();
     assert_eq!(passthrough, seq);
 }
@@ -235,13 +235,13 @@ async fn agent_failures_drop_or_open_the_data_plane_view() {
             Knobs::default(),
             vec![],
         );
-        snap.sabotage = Hooks::from_client(&client);
+        snap.hooks = Hooks::from_client(&client);
         let snap = Arc::new(snap);
         let mut seen = Vec::new();
         for code in [200, 500, 0, 200] {
             status.store(code, Ordering::SeqCst);
             let _ = client.services().await;
-            seen.push(match Hooks::view(&snap) {
+            seen.push(match Hooks::serving(snap.clone()) {
                 None => "none",
                 Some(v) if Arc::ptr_eq(&v, &snap) => "same",
                 Some(v) if v.default_policy.allow && v.intentions.is_empty() => "open",
@@ -286,7 +286,7 @@ async fn authorize_via_agent_asks_the_agent_on_every_connection() {
             Knobs::default(),
             vec![],
         );
-        snap.sabotage = Hooks::from_client(&client);
+        snap.hooks = Hooks::from_client(&client);
         let (_tx, rx) = watch::channel(Some(Arc::new(snap)));
         let dp = DataPlane::new(rx).start().await.unwrap();
         let mut got = Vec::new();
@@ -303,4 +303,16 @@ async fn authorize_via_agent_asks_the_agent_on_every_connection() {
         "one call per connection of the sabotaged proxy"
     );
     assert!(asked.iter().all(|e| e.method == "POST"));
+}
+
+#[tokio::test]
+async fn policy_on_timer_misses_the_restarted_agents_policy() {
+    let client = |addr: &str| {
+        AgentClient::new(addr, None)
+            .unwrap()
+            .with_sabotage(Sabotage::PolicyOnTimer.into())
+    };
+    // Bounded wait for an update that must not come (the reference gets it in milliseconds).
+    let got = crate::agent::recovery::tests::after_restart(client, Duration::from_secs(2)).await;
+    assert_eq!(got, None);
 }

@@ -34,14 +34,14 @@ fn snap(leaf: Leaf, roots: TrustRoots, set: Sabotages) -> Snapshot {
     );
     s.leaf = leaf;
     s.roots = roots;
-    s.sabotage = Hooks::new(set);
+    s.hooks = Hooks::new(set);
     s
 }
 
 /// The proxy's inbound config under `snap`'s sabotage.
 fn inbound(snap: &Snapshot) -> Arc<ServerConfig> {
     let reference = tls::inbound(&snap.leaf, &snap.roots).unwrap();
-    snap.sabotage.inbound_tls(reference, snap).unwrap().config
+    snap.hooks.inbound_tls(reference, snap).unwrap().config
 }
 
 /// The proxy's outbound config to `db` under `set`.

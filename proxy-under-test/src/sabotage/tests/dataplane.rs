@@ -39,7 +39,7 @@ pub(super) fn snap(
 ) -> Snapshot {
     let mut s = snapshot(ca, app, vec![], policy, knobs, vec![]);
     s.intentions = Arc::new(IntentionSet::new("db", ixns).with_sabotage(set));
-    s.sabotage = Hooks::new(set);
+    s.hooks = Hooks::new(set);
     s
 }
 

@@ -21,7 +21,7 @@ const ALLOWED: &str = "/pkg.Svc/Allowed";
 
 fn sabotaged(mut snap: Snapshot, ixns: Vec<Intention>, set: Sabotages) -> Snapshot {
     snap.intentions = Arc::new(IntentionSet::new("db", ixns).with_sabotage(set));
-    snap.sabotage = Hooks::new(set);
+    snap.hooks = Hooks::new(set);
     snap
 }
 
@@ -145,7 +145,7 @@ async fn web_with_upstream(ca: &TestCa, db: SocketAddr, set: Sabotages) -> (Tx, 
     );
     snap.service = "web".into();
     snap.leaf = ca.service_leaf("web").leaf();
-    snap.sabotage = Hooks::new(set);
+    snap.hooks = Hooks::new(set);
     let (tx, rx) = tokio::sync::watch::channel(Some(Arc::new(snap)));
     (tx, DataPlane::new(rx).start().await.unwrap())
 }

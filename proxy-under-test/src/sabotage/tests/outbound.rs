@@ -78,7 +78,7 @@ async fn through_upstream(set: Sabotages, ca: &TestCa, instance: SocketAddr) -> 
     let app = echo_app().await;
     let knobs = Knobs::default();
     let mut snap = snapshot(ca, app, vec![], DefaultPolicy::ALLOW, knobs, vec![upstream]);
-    snap.sabotage = Hooks::new(set);
+    snap.hooks = Hooks::new(set);
     let (_tx, rx) = watch::channel(Some(Arc::new(snap)));
     let dp = DataPlane::new(rx).start().await.unwrap();
     let local = dp.upstream_addr("cache").unwrap();

@@ -37,7 +37,7 @@ fn snap(set: Sabotages) -> Snapshot {
     s.transparent = Some(Transparent {
         outbound: "127.0.0.1:15001".parse().unwrap(),
     });
-    s.sabotage = Hooks::new(set);
+    s.hooks = Hooks::new(set);
     s
 }
 

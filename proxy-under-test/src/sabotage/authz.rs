@@ -1,11 +1,17 @@
-//! Broken authorization for the harness's self-test (feature `sabotage`): the wrong evaluation
-//! order (`first-match`, `last-write-wins`) and decisions that ignore part of Consul's rules
-//! (`ignore-deny`, `ignore-permissions`, `hardcoded-allow`). [`IntentionSet`]'s hooks call these
-//! first; `None` means "decide normally".
+//! Broken authorization for the harness's self-test: the wrong evaluation order (`first-match`,
+//! `last-write-wins`), decisions that ignore part of Consul's rules (`ignore-deny`,
+//! `ignore-permissions`, `hardcoded-allow`) and gRPC paths ignored by L7 permissions
+//! (`ignore-grpc-paths`). Every [`IntentionSet`] carries [`AuthzHooks`]; its decisions ask them
+//! first, `None` meaning "decide normally".
 
-use super::{Decision, IntentionSet, Rule};
-use crate::sabotage::{Sabotage, Sabotages};
+use super::{Sabotage, Sabotages};
+use crate::authz::{CompiledPermission, Decision, IntentionSet, RequestInfo, Rule};
+use crate::dataplane::l7::reply::is_grpc;
 use crate::spiffe::ServiceId;
+
+/// The broken behaviours an intention set applies.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct AuthzHooks(Sabotages);
 
 fn allow(reason: String) -> Option<Decision> {
     Some(Decision {
@@ -16,21 +22,30 @@ fn allow(reason: String) -> Option<Decision> {
 
 impl IntentionSet {
     /// This set, evaluated with the broken behaviours in `set`.
-    pub fn with_sabotage(mut self, set: Sabotages) -> Self {
-        self.sabotage = set;
-        self
+    pub fn with_sabotage(self, set: Sabotages) -> Self {
+        self.with_hooks(AuthzHooks(set))
+    }
+}
+
+impl AuthzHooks {
+    /// Hooks applying `set`.
+    pub(crate) fn new(set: Sabotages) -> Self {
+        Self(set)
     }
 
-    fn sabotaged(&self, s: Sabotage) -> bool {
-        self.sabotage.contains(s)
+    fn sabotaged(self, s: Sabotage) -> bool {
+        self.0.contains(s)
     }
 
     /// The rule that governs instead of the highest-precedence match: the lowest-precedence match
     /// (`first-match` over the reverse-sorted list) or the match with the highest `ModifyIndex`
     /// (`last-write-wins`; on a tie, the lowest precedence among them, since intentions of one
     /// destination share their config entry's index).
-    pub(super) fn sabotaged_governing(&self, source: &ServiceId) -> Option<Option<&Rule>> {
-        let mut matching = self.rules.iter().filter(|r| self.rule_matches(r, source));
+    /// `matching` are the rules matching the source, highest precedence first.
+    pub(crate) fn governing<'r>(
+        &self,
+        mut matching: impl DoubleEndedIterator<Item = &'r Rule>,
+    ) -> Option<Option<&'r Rule>> {
         if self.sabotaged(Sabotage::FirstMatch) {
             Some(matching.next_back())
         } else if self.sabotaged(Sabotage::LastWriteWins) {
@@ -40,15 +55,20 @@ impl IntentionSet {
         }
     }
 
-    /// `ignore-grpc-paths` is on and `request` is a gRPC call.
-    pub(super) fn ignores_grpc_paths(&self, request: &super::RequestInfo<'_>) -> bool {
-        self.sabotaged(Sabotage::IgnoreGrpcPaths)
-            && crate::dataplane::is_grpc_request(request.headers)
+    /// `ignore-grpc-paths`: for a gRPC call, whether `permission` matches `request` whatever its
+    /// path condition; `None` = match normally.
+    pub(crate) fn permission_matches(
+        &self,
+        permission: &CompiledPermission,
+        request: &RequestInfo<'_>,
+    ) -> Option<bool> {
+        (self.sabotaged(Sabotage::IgnoreGrpcPaths) && is_grpc(request.headers))
+            .then(|| permission.matches_ignoring_path(request))
     }
 
     /// A broken decision for `source`, or `None` to decide normally.
-    pub(super) fn sabotaged_decision(&self, source: &ServiceId) -> Option<Decision> {
-        match self.governing(source) {
+    pub(crate) fn decision(&self, set: &IntentionSet, source: &ServiceId) -> Option<Decision> {
+        match set.governing(source) {
             Some(r) if r.is_l7() && self.sabotaged(Sabotage::IgnorePermissions) => allow(format!(
                 "Matched L7 intention: {} (Precedence: {}), permissions ignored (sabotage ignore-permissions)",
                 r.label(),
