@@ -21,7 +21,11 @@ fn agent_sim(args: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn connect_help_is_answered() {
-    for args in [&["connect", "--help"][..], &["connect", "-help"], &["connect", "-h"]] {
+    for args in [
+        &["connect", "--help"][..],
+        &["connect", "-help"],
+        &["connect", "-h"],
+    ] {
         let (code, out, err) = agent_sim(args);
         assert_eq!(code, 0, "{args:?}: {err}");
         assert!(out.contains("agent-sim connect envoy"), "{args:?}: {out}");
@@ -40,7 +44,10 @@ fn a_port_clash_is_said_once_naming_the_flag_and_logs_are_plain() {
     let addr = taken.local_addr().unwrap().to_string();
     let (code, _, err) = agent_sim(&["--listen", &addr, "--grpc-listen", "off"]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains(&format!("cannot listen on {addr} (--listen)")), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen on {addr} (--listen)")),
+        "{err}"
+    );
     assert_eq!(err.matches("in use").count(), 1, "said once: {err}");
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_agent-sim"))
@@ -57,8 +64,14 @@ fn a_port_clash_is_said_once_naming_the_flag_and_logs_are_plain() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(line.contains("agent-sim listening"), "{line}");
-    assert!(!line.contains('\u{1b}'), "no colour codes in a pipe: {line:?}");
-    assert!(!line.contains("None") && !line.contains("Some("), "no Debug values: {line}");
+    assert!(
+        !line.contains('\u{1b}'),
+        "no colour codes in a pipe: {line:?}"
+    );
+    assert!(
+        !line.contains("None") && !line.contains("Some("),
+        "no Debug values: {line}"
+    );
 }
 
 #[test]
