@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::runner::Signal;
 
 /// Signals closer together than this are one (a process-group signal delivered twice).
-pub(crate) const BURST: Duration = Duration::from_millis(500);
+pub(crate) const BURST: Duration = Duration::from_millis(250);
 
 /// The run's signal handlers.
 pub(crate) struct Signals {
