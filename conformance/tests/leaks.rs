@@ -202,7 +202,7 @@ fn teardown(sig: Signal, twice: bool) -> Result<(), Failed> {
         })?;
         // A second signal of its own, not the same one delivered twice at once (to the process
         // and its group), which the run counts once.
-        std::thread::sleep(std::time::Duration::from_millis(400));
+        std::thread::sleep(Duration::from_millis(400));
         run.signal(sig)?;
     }
     let out = run.wait_exit()?;
