@@ -16,19 +16,25 @@
 //! - Transparent mode: only upstreams without a port or socket (intention upstreams) get an
 //!   outbound filter chain; explicit ones keep their own listener.
 //!
-//! Not modelled: route timeouts, retries, rewrites and header modifiers of service-router /
-//! service-splitter entries (their matches and destinations are), HTTP filter chains on the
-//! transparent outbound listener, the virtual DNS listener, the mesh config entry (`MeshDestinationsOnly`),
-//! prepared-query upstreams, peered and sameness-group intention sources, expose paths,
-//! resolver subsets' filters, escape hatches.
+//! - Discovery-chain upstreams carry what Consul renders for L7 traffic management: subset
+//!   clusters named by SNI whose EDS holds only the instances matching the subset filter,
+//!   load-balancer policy and route hash policies, circuit breakers and outlier detection from
+//!   the resolved upstream config, route rewrites, timeouts, retries and header modifiers.
+//!
+//! Not modelled: the virtual DNS listener, the mesh config entry (`MeshDestinationsOnly`),
+//! prepared-query upstreams, peered and sameness-group intention sources, expose paths, escape
+//! hatches.
 
+mod cluster_policy;
 mod clusters;
 mod endpoints;
 mod listeners;
 mod rbac;
+mod route_policy;
 mod routes;
 mod snapshot;
 mod tls;
+mod upstream_config;
 
 #[cfg(test)]
 mod tests;
@@ -94,8 +100,11 @@ fn build(snap: &snapshot::Snapshot, mode: TlsMode) -> Resources {
     }
     let public = listeners::public(snap, mode);
     out.insert(types::LISTENER, Resource::pack(&public.name, &public));
-    if let Some(l) = listeners::outbound(snap) {
+    if let Some((l, routes)) = listeners::outbound(snap) {
         out.insert(types::LISTENER, Resource::pack(&l.name, &l));
+        for r in routes {
+            out.insert(types::ROUTE, Resource::pack(&r.name, &r));
+        }
     }
     for up in &snap.upstreams {
         if let Some((l, route)) = listeners::upstream(snap, up) {

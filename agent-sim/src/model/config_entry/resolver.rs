@@ -12,6 +12,7 @@ use super::common::{
 use super::load_balancer::{LOAD_BALANCER, LoadBalancer, validate_load_balancer};
 use super::{go_quote, multierror};
 use crate::go::duration::GoDuration;
+use crate::go::filter::{Filter, FilterError};
 use crate::go::mapstructure::{Field, Schema, Ty};
 
 /// A `service-resolver` entry. Field order follows Go's custom `MarshalJSON`, which writes
@@ -220,13 +221,26 @@ impl ServiceResolver {
         if !meta_errs.is_empty() {
             return Err(multierror(&meta_errs));
         }
-        for name in self.subsets.keys() {
+        for (name, subset) in &self.subsets {
             if name.is_empty() {
                 return Err("Subset defined with empty name".into());
             }
             if !valid_subset_name(name) {
                 return Err(format!(
                     "Subset {} is invalid: must be 63 characters or less and begin or end with lower case alphanumeric characters, and contain lower case alphanumeric characters or '-' in between",
+                    go_quote(name)
+                ));
+            }
+            // `bexpr.CreateEvaluator(subset.Filter, nil)`: the parser's message, unprefixed.
+            if !subset.filter.is_empty()
+                && let Err(e) = Filter::parse(&subset.filter)
+            {
+                let text = match e {
+                    FilterError::Syntax(s) => s,
+                    other => other.to_string(),
+                };
+                return Err(format!(
+                    "Filter for subset {} is not a valid expression: {text}",
                     go_quote(name)
                 ));
             }

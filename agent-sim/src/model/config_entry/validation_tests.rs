@@ -290,6 +290,11 @@ fn validation_errors_are_500_with_consul_texts() {
         ),
         (
             vec![],
+            json!({"Kind": "service-resolver", "Name": "db", "Subsets": {"v1": {"Filter": "Service.Meta.version =="}}}),
+            r#"Filter for subset "v1" is not a valid expression: 1:24 (23): no match found, expected: "-", "0", "\"", "`", [ \t\r\n], [1-9] or [a-zA-Z]"#,
+        ),
+        (
+            vec![],
             json!({"Kind": "service-resolver", "Name": "db", "Redirect": {"Namespace": "ns"}}),
             "Redirect: Setting Namespace requires Consul Enterprise",
         ),

@@ -2,7 +2,9 @@
 //! upstream, one EDS cluster per discovery-chain resolver named by its target's SNI; a resolver
 //! with failover becomes an `envoy.clusters.aggregate` cluster over
 //! `failover-target~<i>~<sni>` EDS children (golden
-//! `clusters/connect-proxy-with-chain-and-failover.latest.golden`).
+//! `clusters/connect-proxy-with-chain-and-failover.latest.golden`). Each EDS cluster carries the
+//! upstream's circuit breakers and outlier detection and the resolver's load-balancer policy
+//! (`cluster_policy`), and its resolver's connect timeout.
 
 use envoy_types::pb::envoy::config::cluster::v3::{
     CircuitBreakers, Cluster, OutlierDetection,
@@ -22,8 +24,8 @@ use envoy_types::pb::google::protobuf::Duration;
 use prost::Name;
 
 use super::snapshot::{Snapshot, Upstream};
-use super::{any, endpoints, tls};
-use crate::model::chain::{DiscoveryResolver, DiscoveryTarget};
+use super::{any, cluster_policy, endpoints, tls};
+use crate::model::chain::{DiscoveryResolver, DiscoveryTarget, GraphNode};
 
 /// The transparent proxy's passthrough cluster.
 pub(crate) const ORIGINAL_DESTINATION: &str = "original-destination";
@@ -56,8 +58,10 @@ pub(crate) fn build(snap: &Snapshot) -> (Vec<Cluster>, Vec<EdsCluster>) {
     }
     let mut eds = Vec::new();
     for up in &snap.upstreams {
-        for resolver in resolvers(up) {
-            upstream_clusters(snap, up, resolver, &mut clusters, &mut eds);
+        for node in up.chain.nodes.values() {
+            if let Some(resolver) = &node.resolver {
+                upstream_clusters(snap, up, node, resolver, &mut clusters, &mut eds);
+            }
         }
     }
     // Chains of different upstreams may share a target: one cluster per name.
@@ -73,22 +77,30 @@ pub(crate) fn resolvers(up: &Upstream) -> impl Iterator<Item = &DiscoveryResolve
     up.chain.nodes.values().filter_map(|n| n.resolver.as_ref())
 }
 
-/// The name of the cluster a resolver's traffic goes to (its target's SNI).
+/// The name of the cluster a resolver's traffic goes to (its target's SNI, customized).
 pub(crate) fn resolver_cluster(up: &Upstream, resolver: &DiscoveryResolver) -> Option<String> {
-    up.chain.targets.get(&resolver.target).map(cluster_name)
+    up.chain
+        .targets
+        .get(&resolver.target)
+        .map(|t| cluster_name(&up.chain.customization_hash, t))
 }
 
-fn cluster_name(t: &DiscoveryTarget) -> String {
-    if t.name.is_empty() {
-        t.sni.clone()
+/// `CustomizeClusterName(target.Name, chain)`: a chain compiled with overrides (the upstream
+/// config's `protocol` or `connect_timeout_ms`, a mesh gateway mode) has a customization hash,
+/// and its cluster names become `<hash>~<name>`.
+fn cluster_name(customization_hash: &str, t: &DiscoveryTarget) -> String {
+    let name = if t.name.is_empty() { &t.sni } else { &t.name };
+    if customization_hash.is_empty() {
+        name.clone()
     } else {
-        t.name.clone()
+        format!("{customization_hash}~{name}")
     }
 }
 
 fn upstream_clusters(
     snap: &Snapshot,
     up: &Upstream,
+    node: &GraphNode,
     resolver: &DiscoveryResolver,
     clusters: &mut Vec<Cluster>,
     eds: &mut Vec<EdsCluster>,
@@ -96,20 +108,29 @@ fn upstream_clusters(
     let Some(primary) = up.chain.targets.get(&resolver.target) else {
         return;
     };
-    let name = cluster_name(primary);
+    let name = cluster_name(&up.chain.customization_hash, primary);
     let timeout = if resolver.connect_timeout > 0 {
         resolver.connect_timeout
     } else {
         DEFAULT_CONNECT_TIMEOUT_NS
     };
     let http2 = matches!(up.chain.protocol.as_str(), "http2" | "grpc");
+    let eds_cluster = |name: &str, target: &DiscoveryTarget| {
+        let mut c = eds_cluster(snap, name, target, timeout, http2);
+        c.circuit_breakers = Some(cluster_policy::circuit_breakers(up.policy.limits.as_ref()));
+        c.outlier_detection = Some(cluster_policy::outlier_detection(
+            up.policy.passive_health_check.as_ref(),
+        ));
+        cluster_policy::inject_lb(node.load_balancer.as_ref(), &mut c);
+        c
+    };
     let failover: Vec<&String> = resolver
         .failover
         .iter()
         .flat_map(|f| f.targets.iter())
         .collect();
     if failover.is_empty() {
-        clusters.push(eds_cluster(snap, &name, primary, timeout, http2));
+        clusters.push(eds_cluster(&name, primary));
         eds.push(EdsCluster {
             name,
             target_id: resolver.target.clone(),
@@ -124,7 +145,7 @@ fn upstream_clusters(
             continue;
         };
         let child = format!("failover-target~{i}~{name}");
-        clusters.push(eds_cluster(snap, &child, target, timeout, http2));
+        clusters.push(eds_cluster(&child, target));
         eds.push(EdsCluster {
             name: child.clone(),
             target_id: id.clone(),

@@ -97,10 +97,13 @@ pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
 /// `original_dst`): one filter chain per upstream without a listener of its own, matched by
 /// its virtual IPs, instances' `virtual` tagged addresses and, when the target is dialed
 /// directly, instance addresses; anything else goes to `original-destination`
-/// (golden `listeners/transparent-proxy.latest.golden`). TCP chains only.
-pub(crate) fn outbound(snap: &Snapshot) -> Option<Listener> {
+/// (golden `listeners/transparent-proxy.latest.golden`). An HTTP chain's filter chain is the
+/// HTTP connection manager on RDS, with its route returned alongside, as for an explicit
+/// upstream.
+pub(crate) fn outbound(snap: &Snapshot) -> Option<(Listener, Vec<RouteConfiguration>)> {
     let t = snap.transparent.as_ref()?;
     let mut chains = Vec::new();
+    let mut routes = Vec::new();
     for up in &snap.upstreams {
         if up.bind_port != 0 || !up.socket_path.is_empty() {
             continue;
@@ -127,10 +130,8 @@ pub(crate) fn outbound(snap: &Snapshot) -> Option<Listener> {
         if addrs.is_empty() {
             continue;
         }
-        let stat = format!(
-            "upstream.{}.default.default.{}",
-            up.service, snap.datacenter
-        );
+        let (filter, route) = upstream_filter(snap, up, &cluster);
+        routes.extend(route);
         chains.push(FilterChain {
             filter_chain_match: Some(FilterChainMatch {
                 prefix_ranges: addrs
@@ -144,11 +145,11 @@ pub(crate) fn outbound(snap: &Snapshot) -> Option<Listener> {
                     .collect(),
                 ..Default::default()
             }),
-            filters: vec![tcp_proxy(&stat, &cluster)],
+            filters: vec![filter],
             ..Default::default()
         });
     }
-    Some(Listener {
+    let listener = Listener {
         name: format!("outbound_listener:127.0.0.1:{}", t.outbound_port),
         address: Some(endpoints::socket_address(
             "127.0.0.1",
@@ -171,7 +172,8 @@ pub(crate) fn outbound(snap: &Snapshot) -> Option<Listener> {
         }],
         traffic_direction: TrafficDirection::Outbound as i32,
         ..Default::default()
-    })
+    };
+    Some((listener, routes))
 }
 
 /// One upstream's listener, and its RDS route when the chain speaks HTTP. An upstream with
@@ -184,26 +186,7 @@ pub(crate) fn upstream(
         return None;
     }
     let cluster = start_cluster(up)?;
-    let stat = format!(
-        "upstream.{}.default.default.{}",
-        up.service, snap.datacenter
-    );
-    let (filter, route) = if is_http(&up.chain.protocol) {
-        let hcm = HttpConnectionManager {
-            stat_prefix: stat,
-            route_specifier: Some(RouteSpecifier::Rds(Rds {
-                config_source: Some(tls::ads_source()),
-                route_config_name: up.id.clone(),
-            })),
-            http_filters: vec![router()],
-            tracing: Some(tracing()),
-            http2_protocol_options: http2(&up.chain.protocol),
-            ..Default::default()
-        };
-        (hcm_filter(&hcm), routes::upstream(up))
-    } else {
-        (tcp_proxy(&stat, &cluster), None)
-    };
+    let (filter, route) = upstream_filter(snap, up, &cluster);
     let (name, address) = if up.socket_path.is_empty() {
         (
             format!("{}:{}:{}", up.id, up.bind_addr, up.bind_port),
@@ -227,6 +210,35 @@ pub(crate) fn upstream(
         ..Default::default()
     };
     Some((listener, route))
+}
+
+/// An upstream's filter (`makeUpstreamFilterChain`): an HTTP chain gets the HTTP connection
+/// manager on RDS (the route named after the upstream, built here), a TCP one `tcp_proxy` to
+/// the start node's cluster. Stat prefix `upstream.<svc>.default.default.<dc>`.
+fn upstream_filter(
+    snap: &Snapshot,
+    up: &Upstream,
+    cluster: &str,
+) -> (Filter, Option<RouteConfiguration>) {
+    let stat = format!(
+        "upstream.{}.default.default.{}",
+        up.service, snap.datacenter
+    );
+    if !is_http(&up.chain.protocol) {
+        return (tcp_proxy(&stat, cluster), None);
+    }
+    let hcm = HttpConnectionManager {
+        stat_prefix: stat,
+        route_specifier: Some(RouteSpecifier::Rds(Rds {
+            config_source: Some(tls::ads_source()),
+            route_config_name: up.id.clone(),
+        })),
+        http_filters: vec![router()],
+        tracing: Some(tracing()),
+        http2_protocol_options: http2(&up.chain.protocol),
+        ..Default::default()
+    };
+    (hcm_filter(&hcm), routes::upstream(up))
 }
 
 /// The cluster of the chain's start node; a router or splitter start (not modelled) falls

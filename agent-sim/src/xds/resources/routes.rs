@@ -12,8 +12,8 @@ use envoy_types::pb::envoy::r#type::matcher::v3::{
 };
 use envoy_types::pb::google::protobuf::{BoolValue, UInt32Value};
 
-use super::clusters;
 use super::snapshot::Upstream;
+use super::{clusters, route_policy};
 
 /// A one-route configuration: `name` / vhost `name` / `*` / prefix `/` -> `cluster`.
 pub(crate) fn single(name: &str, cluster: &str) -> RouteConfiguration {
@@ -41,41 +41,61 @@ pub(crate) fn single(name: &str, cluster: &str) -> RouteConfiguration {
     }
 }
 
-/// The RDS route of an HTTP upstream, named after it (`makeUpstreamRouteForDiscoveryChain`):
-/// a router start node becomes one route per chain route (path, header, query and method
-/// matches; the compiled chain ends with the catch-all); a splitter becomes weighted clusters
-/// (weights x100, as Consul); a resolver one prefix `/` route. Timeouts, retries and rewrites
-/// are not modelled.
+/// The RDS route of an HTTP upstream, named after it (`makeUpstreamRouteForDiscoveryChain`),
+/// with `validate_clusters` set as Consul does: a router start node becomes one route per
+/// chain route (path, header, query and method matches; the compiled chain ends with the
+/// catch-all), each with its destination's prefix rewrite, timeouts, retry policy and header
+/// modifiers (`route_policy`); a splitter becomes weighted clusters (weights x100, truncated as
+/// Go's `int(float32)`), each with its split's header modifiers; a resolver start becomes one
+/// prefix `/` route with the resolver's `RequestTimeout`. A hash-based load balancer of the node
+/// routed to adds its hash policies. A route whose resolver has no cluster is dropped.
 pub(crate) fn upstream(up: &Upstream) -> Option<RouteConfiguration> {
     let start = up.chain.nodes.get(&up.chain.start_node)?;
-    let routes = if start.node_type == "router" {
-        start
+    let routes = match start.node_type.as_str() {
+        "router" => start
             .routes
             .iter()
             .filter_map(|r| {
-                let action = action_for(up, &r.next_node)?;
-                Some(Route {
-                    r#match: Some(route_match(r.definition.r#match.as_ref())),
-                    action: Some(route::Action::Route(action)),
-                    ..Default::default()
-                })
+                let next = up.chain.nodes.get(&r.next_node)?;
+                let mut action = action_for(up, &r.next_node)?;
+                route_policy::inject_hash_policies(next.load_balancer.as_ref(), &mut action);
+                let mut route = Route::default();
+                if let Some(dest) = &r.definition.destination {
+                    route_policy::apply_destination(dest, &mut route, &mut action);
+                }
+                route.r#match = Some(route_match(r.definition.r#match.as_ref()));
+                route.action = Some(route::Action::Route(action));
+                Some(route)
             })
-            .collect()
-    } else {
-        vec![Route {
-            r#match: Some(route_match(None)),
-            action: Some(route::Action::Route(action_for(up, &up.chain.start_node)?)),
-            ..Default::default()
-        }]
+            .collect(),
+        kind => {
+            let mut action = action_for(up, &up.chain.start_node)?;
+            route_policy::inject_hash_policies(start.load_balancer.as_ref(), &mut action);
+            if kind == "resolver"
+                && let Some(t) = start
+                    .resolver
+                    .as_ref()
+                    .and_then(|r| route_policy::timeout(r.request_timeout))
+            {
+                action.timeout = Some(t);
+            }
+            vec![Route {
+                r#match: Some(route_match(None)),
+                action: Some(route::Action::Route(action)),
+                ..Default::default()
+            }]
+        }
     };
     let mut rc = single(&up.id, "");
+    rc.validate_clusters = Some(BoolValue { value: true });
     if let Some(vh) = rc.virtual_hosts.first_mut() {
         vh.routes = routes;
     }
     Some(rc)
 }
 
-/// Where a resolver or splitter node sends a request.
+/// Where a resolver or splitter node sends a request (`makeRouteActionForChainCluster`,
+/// `makeRouteActionForSplitter`).
 fn action_for(up: &Upstream, node_key: &str) -> Option<RouteAction> {
     let node = up.chain.nodes.get(node_key)?;
     let specifier = match node.node_type.as_str() {
@@ -83,32 +103,52 @@ fn action_for(up: &Upstream, node_key: &str) -> Option<RouteAction> {
             up,
             node.resolver.as_ref()?,
         )?),
-        "splitter" => route_action::ClusterSpecifier::WeightedClusters(WeightedCluster {
-            clusters: node
+        "splitter" => {
+            let clusters: Vec<_> = node
                 .splits
                 .iter()
                 .filter_map(|s| {
                     let next = up.chain.nodes.get(&s.next_node)?;
                     let name = clusters::resolver_cluster(up, next.resolver.as_ref()?)?;
-                    let weight = (f64::from(s.weight) * 100.0).round();
-                    Some(weighted_cluster::ClusterWeight {
+                    let mut cw = weighted_cluster::ClusterWeight {
                         name,
                         weight: Some(UInt32Value {
-                            value: weight.clamp(0.0, 10_000.0) as u32,
+                            value: split_weight(s.weight),
                         }),
                         ..Default::default()
-                    })
+                    };
+                    route_policy::weighted_cluster_headers(
+                        s.definition.request_headers.as_ref(),
+                        s.definition.response_headers.as_ref(),
+                        &mut cw,
+                    );
+                    Some(cw)
                 })
-                .filter(|c| c.weight.is_some_and(|w| w.value > 0))
-                .collect(),
-            ..Default::default()
-        }),
+                .collect();
+            // Consul fails the whole route set here ("number of clusters in splitter must be
+            // > 0"); the sim leaves this upstream without a route.
+            if clusters.is_empty() {
+                return None;
+            }
+            route_action::ClusterSpecifier::WeightedClusters(WeightedCluster {
+                clusters,
+                ..Default::default()
+            })
+        }
         _ => return None,
     };
     Some(RouteAction {
         cluster_specifier: Some(specifier),
         ..Default::default()
     })
+}
+
+/// `int(split.Weight * 100)`: the product in `float32`, truncated toward zero (so `33.33`
+/// becomes 3333 and a weight of `0` stays a zero-weight cluster, as Consul sends it).
+pub(crate) fn split_weight(weight: f32) -> u32 {
+    let scaled = weight * 100.0_f32;
+    // Validation keeps weights within 0..=100.
+    scaled.clamp(0.0, 10_000.0) as u32
 }
 
 fn route_match(m: Option<&crate::model::chain::RouteMatch>) -> RouteMatch {

@@ -9,7 +9,9 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use super::BuildError;
+use super::upstream_config::UpstreamPolicy;
 use crate::go::duration::GoDuration;
+use crate::go::filter::{Filter, HEALTH_ENTRY_FIELDS};
 use crate::model::chain::{self, ChainRequest, CompiledChain};
 use crate::model::intention::Intention;
 use crate::model::service::{self, HEALTH_CRITICAL, HEALTH_PASSING, HEALTH_WARNING, ServiceKind};
@@ -72,8 +74,11 @@ pub(crate) struct Upstream {
     pub(crate) chain: CompiledChain,
     /// The destination's virtual IPs (transparent proxy filter-chain match).
     pub(crate) virtual_ips: Vec<String>,
-    /// Instances per chain target ID.
+    /// Instances per chain target ID: the connect-capable instances of the target's service
+    /// that match the target's subset filter.
     pub(crate) endpoints: BTreeMap<String, Vec<Endpoint>>,
+    /// Circuit breakers and outlier detection from the upstream's resolved config.
+    pub(crate) policy: UpstreamPolicy,
 }
 
 /// One connect-capable instance of a target, as `/v1/health/connect/<svc>` returns it.
@@ -206,7 +211,7 @@ pub(crate) fn build(
         let endpoints = chain
             .targets
             .iter()
-            .map(|(id, t)| (id.clone(), endpoints_of(st, &t.service)))
+            .map(|(id, t)| (id.clone(), endpoints_of(st, &t.service, &t.subset.filter)))
             .collect();
         let id = if up.datacenter.is_empty() {
             up.destination_name.clone()
@@ -228,6 +233,7 @@ pub(crate) fn build(
                 .unwrap_or_default(),
             chain,
             endpoints,
+            policy: UpstreamPolicy::parse(&up.config),
         });
     }
     Ok(Snapshot {
@@ -252,11 +258,29 @@ pub(crate) fn build(
 }
 
 /// The connect-capable instances of `service` (sidecars for it, connect-native instances),
-/// with every check status, as the health endpoint sees them.
-fn endpoints_of(st: &State, service: &str) -> Vec<Endpoint> {
+/// with every check status, as the health endpoint sees them; with a subset `filter`, only the
+/// entries it matches (Consul's `watchHealthForTarget` passes `target.Subset.Filter` as the
+/// health query's `?filter=`, evaluated on each `{Node, Service, Checks}` entry: for a sidecar
+/// that is the proxy's own `Service.Meta` / `Service.Tags`, which `sidecar_service` inherits
+/// from its parent). A filter that does not parse or evaluate yields no instances (the watch
+/// errors); resolver validation keeps such filters out of the store.
+fn endpoints_of(st: &State, service: &str, filter: &str) -> Vec<Endpoint> {
     let (_, entries) = st.health_entries(service, true, false);
+    let filter = match filter {
+        "" => None,
+        f => match Filter::parse_for(f, HEALTH_ENTRY_FIELDS) {
+            Ok(f) => Some(f),
+            Err(_) => return Vec::new(),
+        },
+    };
     entries
         .into_iter()
+        .filter(|(node, svc, checks)| {
+            filter.as_ref().is_none_or(|f| {
+                f.matches(&service::health_entry_json(node, svc, checks))
+                    .unwrap_or(false)
+            })
+        })
         .map(|(node, svc, checks)| Endpoint {
             address: if svc.address.is_empty() {
                 node.address.clone()
