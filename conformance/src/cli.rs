@@ -2,18 +2,25 @@
 //! merge` and `conformance durations` (sharded runs), and the hidden `conformance
 //! reference-proxy` (the bundled reference proxy, run in-process).
 //!
-//! Exit codes: 0 = every claimed profile is a success (gate: the profile is), 1 = not, 2 =
-//! usage or harness error (also when any scenario ended `error`; reports are still written),
-//! 130 = interrupted by SIGINT, 143 = by SIGTERM (`run`: the reports are still written, with the
-//! scenarios it did not finish marked `interrupted`; the cleanup takes at most 10 s, a second
-//! signal cuts it short).
+//! Exit codes ([`EXIT_CODES`], also in `--help` and the README): 0 every claimed scenario ran
+//! and passed; 1 a check failed or flaked, a scenario was non-strict or skipped; 2 usage or
+//! harness error (also when any scenario ended `error`; reports are still written); 3 nothing
+//! failed but claimed scenarios could not run in this environment (the last line names what is
+//! missing and the fix); 130 / 143 interrupted by SIGINT / SIGTERM (`run`: the reports are
+//! still written, with the scenarios it did not finish marked `interrupted`; the cleanup takes
+//! at most 10 s, a second signal cuts it short). `gate` and `merge` answer the same way.
 
+mod compare;
+mod demo;
 mod flags;
 mod list;
 mod merge;
+pub(crate) mod out;
+mod preflight;
 mod reference;
 mod run;
-mod summary;
+mod signals;
+pub(crate) mod summary;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,6 +29,7 @@ use clap::{Args, Parser, Subcommand};
 
 pub use self::list::list;
 pub use self::merge::{durations, merge};
+use self::out::outln;
 pub use self::reference::{redirect_traffic, reference_proxy};
 pub use self::run::run;
 use crate::error::Error;
@@ -31,12 +39,26 @@ use crate::plan::ShardSpec;
 pub const EXIT_FAILED: u8 = 1;
 /// Exit code: bad usage or the harness failed.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code: nothing failed, but claimed scenarios could not run in this environment (the
+/// last line of the output names what is missing and the fix).
+pub const EXIT_ENVIRONMENT: u8 = 3;
+
+/// The exit codes, as `--help` prints them.
+pub const EXIT_CODES: &str = "\
+Exit codes (run, gate, merge):
+  0    every claimed scenario ran and passed
+  1    a check failed or flaked (or a scenario was non-strict or skipped)
+  2    usage or harness error (nothing ran, or a scenario ended `error`)
+  3    nothing failed, but claimed scenarios could not run in this environment;
+       the last line names what is missing and the fix (e.g. apt-get install iptables, run as root)
+  130  interrupted by SIGINT (143: SIGTERM); the reports are still written";
 
 /// `conformance`.
 #[derive(Debug, Parser)]
 #[command(
     name = "conformance",
     version,
+    after_help = EXIT_CODES,
     about = "Drive a Consul Connect proxy through the conformance scenarios against a simulated agent"
 )]
 pub struct Cli {
@@ -60,6 +82,15 @@ pub enum Command {
     /// Print the durations table `run --shard` balances by (TOML, id = ms) from reports, e.g.
     /// `conformance durations report.json > scenarios/catalogue/durations.toml`.
     Durations(DurationsArgs),
+    /// See a failing report: run the reference proxy with one deliberately broken behaviour
+    /// (`--sabotage NAME`, from `conformance list --sabotages`) against the scenarios that
+    /// catch it. Needs the separately built broken proxy (never part of a release build):
+    /// `cargo build -p proxy-under-test --example sabotaged-proxy --features sabotage`.
+    Demo(DemoArgs),
+    /// Several proxies side by side: from their report.json files, a matrix of scenarios ×
+    /// proxies (compare.md and compare.html in -o DIR), each cell linking to the scenario's
+    /// details in that run's report.html.
+    Compare(CompareArgs),
     /// Run the bundled reference proxy in-process (used by the default manifest).
     #[command(hide = true, name = "reference-proxy")]
     ReferenceProxy(ReferenceArgs),
@@ -155,6 +186,52 @@ pub struct ListArgs {
     /// Only these profiles.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub profile: Vec<String>,
+    /// List the sabotages `conformance demo --sabotage NAME` can show, with the scenarios that
+    /// catch each.
+    #[arg(long)]
+    pub sabotages: bool,
+}
+
+/// `conformance compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The report.json of each proxy's run (one column each, in this order).
+    #[arg(required = true, value_name = "REPORT.json")]
+    pub reports: Vec<PathBuf>,
+    /// Where compare.md and compare.html go.
+    #[arg(
+        short = 'o',
+        long,
+        value_name = "DIR",
+        default_value = "conformance-compare"
+    )]
+    pub out: PathBuf,
+    /// Write only the Markdown matrix, to FILE (e.g. docs/compatibility.md).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Link each scenario id to its catalogue file under this path prefix (e.g.
+    /// ../scenarios/catalogue).
+    #[arg(long, value_name = "PREFIX")]
+    pub catalogue: Option<String>,
+    /// Also write each input reduced to its verdicts (small enough to commit) into DIR, named
+    /// after the input's directory; `compare` reads them back like any report.
+    #[arg(long, value_name = "DIR")]
+    pub slim: Option<PathBuf>,
+}
+
+/// `conformance demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// The broken behaviour (`conformance list --sabotages` names them), e.g. ignore-deny.
+    #[arg(long, value_name = "NAME", default_value = "ignore-deny")]
+    pub sabotage: String,
+    /// The sabotage-enabled reference proxy (default: `examples/sabotaged-proxy` beside this
+    /// binary, where cargo builds it).
+    #[arg(long, value_name = "PATH")]
+    pub proxy_bin: Option<PathBuf>,
+    /// Where the reports go.
+    #[arg(long, value_name = "DIR", default_value = "conformance-demo")]
+    pub report_dir: PathBuf,
 }
 
 /// `conformance gate`.
@@ -212,6 +289,8 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Gate(a) => gate(&a),
         Command::Merge(a) => merge(&a),
         Command::Durations(a) => durations(&a),
+        Command::Demo(a) => demo::demo(&a),
+        Command::Compare(a) => compare::compare(&a),
         Command::ReferenceProxy(a) => return reference_proxy(a.args),
         Command::RedirectTraffic(a) => return redirect_traffic(a.args),
     };
@@ -238,33 +317,41 @@ pub fn gate(args: &GateArgs) -> Result<ExitCode, Error> {
                 .filter(|s| s.profile == profile && s.graded_verdict() == reports::Verdict::Flaky)
                 .count();
             if flaky > 0 {
-                println!("profile {profile}: success ({flaky} flaky scenario(s) allowed)");
+                outln!("profile {profile}: success ({flaky} flaky scenario(s) allowed)");
             } else {
-                println!("profile {profile}: success");
+                outln!("profile {profile}: success");
             }
             Ok(ExitCode::SUCCESS)
         }
         Err(failure) => {
-            println!("{failure}");
+            if let Some(hint) = summary::environment_hint(&report, &[profile]) {
+                outln!("profile {profile}: {}", failure.outcome);
+                outln!("{hint}");
+                return Ok(ExitCode::from(EXIT_ENVIRONMENT));
+            }
+            outln!("{failure}");
             for o in &failure.offenders {
                 let Some(s) = report.scenarios.iter().find(|s| s.id == o.id) else {
                     continue;
                 };
-                println!("  {} ({}):", o.id, o.verdict);
+                outln!("  {} ({}):", o.id, o.verdict);
                 if s.attempts.len() > 1 {
-                    println!("    {}", attempts_line(s));
+                    outln!("    {}", attempts_line(s));
                 }
                 if let Some(e) = &s.error {
-                    println!("    harness error [{}]: {}", e.kind, e.message);
+                    outln!("    harness error [{}]: {}", e.kind, e.message);
                 }
                 for c in s
                     .checks
                     .iter()
                     .filter(|c| c.verdict != reports::Verdict::Pass)
                 {
-                    println!(
+                    outln!(
                         "    {} [{}]: expected {}; observed {}",
-                        c.name, c.verdict, c.expected, c.observed
+                        c.name,
+                        c.verdict,
+                        c.expected,
+                        c.observed
                     );
                 }
             }

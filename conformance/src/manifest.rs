@@ -207,8 +207,15 @@ impl Manifest {
         })?;
         // The program's file name; with `{exe} reference-proxy ...` (the bundled proxy through
         // this binary) the subcommand names it better than a placeholder would.
+        // An interpreter (`python3 my_proxy.py`, `node proxy.js`) is named by its script.
+        const INTERPRETERS: [&str; 7] =
+            ["python", "python3", "node", "ruby", "perl", "java", "deno"];
         let program = match words.as_slice() {
             [exe, sub, ..] if exe == "{exe}" => Some(sub),
+            [first, rest @ ..] if INTERPRETERS.contains(&first.as_str()) => rest
+                .iter()
+                .find(|w| !w.starts_with('-') && !w.starts_with('{'))
+                .or(Some(first)),
             [first, ..] => Some(first),
             [] => None,
         };

@@ -93,7 +93,7 @@ fn a_failing_proxy_exits_1_and_the_gate_names_it() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("fail served-identity"), "{stdout}");
-    assert!(stdout.contains("proxy ready: expected"), "{stdout}");
+    assert!(stdout.contains("proxy ready [fail]: expected"), "{stdout}");
     let gate = conformance(
         &["gate", "out/report.json", "--profile", "core"],
         tmp.path(),

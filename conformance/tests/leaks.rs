@@ -200,6 +200,9 @@ fn teardown(sig: Signal, twice: bool) -> Result<(), Failed> {
         run.wait_for("the cleanup to begin", |r| {
             r.stderr().contains("stopping the running")
         })?;
+        // A second signal of its own, not the same one delivered twice at once (to the process
+        // and its group), which the run counts once.
+        std::thread::sleep(Duration::from_millis(400));
         run.signal(sig)?;
     }
     let out = run.wait_exit()?;

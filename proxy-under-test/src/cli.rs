@@ -152,9 +152,27 @@ pub struct Settings {
     pub target: Target,
 }
 
-/// Rewrites `-flag` / `-flag=v` to `--flag` / `--flag=v` for the known long flags.
+/// Rewrites every single-dash long flag (`-proxy-id`, `-help`, and an unknown `-bogus` too) to
+/// its double-dash form, as Consul's CLI takes `-flag` and `--flag` alike: an unknown flag is
+/// then named whole in clap's error (`unexpected argument '--bogus'`), not as `'-b'`. Single
+/// letters (`-h`, `-V`) and negative numbers are left alone.
 pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
-    normalize_args_for(args, &LONG_FLAGS)
+    args.into_iter()
+        .enumerate()
+        .map(|(i, a)| match a.to_str().filter(|_| i > 0) {
+            Some(s) if is_single_dash_long(s) => OsString::from(format!("-{s}")),
+            _ => a,
+        })
+        .collect()
+}
+
+/// `-name` or `-name=value` with a name of two characters or more starting with a letter.
+fn is_single_dash_long(s: &str) -> bool {
+    let Some(rest) = s.strip_prefix('-').filter(|r| !r.starts_with('-')) else {
+        return false;
+    };
+    let name = rest.split('=').next().unwrap_or(rest);
+    name.len() >= 2 && name.starts_with(|c: char| c.is_ascii_alphabetic())
 }
 
 /// Rewrites `-flag` / `-flag=v` to `--flag` / `--flag=v` for each name in `long_flags` (the

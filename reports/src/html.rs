@@ -4,6 +4,7 @@
 //! Every piece of report text goes through `escape::html` (proxy output is untrusted).
 
 mod attempts;
+mod attention;
 mod timeline;
 
 use std::fmt::Write as _;
@@ -12,7 +13,7 @@ use crate::escape::html;
 use crate::model::{Profile, Report, ScenarioResult, Verdict};
 use crate::text::{fmt_ms, level, not_run_reason, proxy_title, timing};
 
-const STYLE: &str = include_str!("html/style.css");
+pub(crate) const STYLE: &str = include_str!("html/style.css");
 
 /// Renders the report as a single self-contained HTML page.
 pub fn to_html(report: &Report) -> String {
@@ -26,6 +27,14 @@ pub fn to_html(report: &Report) -> String {
     );
     header(&mut out, report);
     out.push_str("<main>\n");
+    // Failures first: section anchors are numbered in profile order, as written below.
+    let order: Vec<&ScenarioResult> = Profile::ALL
+        .iter()
+        .flat_map(|p| report.scenarios.iter().filter(move |s| s.profile == *p))
+        .collect();
+    let index_of = |s: &ScenarioResult| order.iter().position(|o| std::ptr::eq(*o, s)).unwrap_or(0);
+    attention::block(&mut out, report, &index_of);
+    facts(&mut out, report);
     profiles_table(&mut out, report);
     let _ = writeln!(out, "<p class=\"legend\">Timelines: {LEGEND}</p>");
     let mut index = 0;
@@ -89,7 +98,14 @@ fn header(out: &mut String, r: &Report) {
             p.outcome, p.profile, p.outcome
         );
     }
-    out.push_str("</nav>\n<dl class=\"facts\">\n");
+    out.push_str("</nav>\n</header>\n");
+}
+
+/// The run's facts (features, bounds, timing, harness, environment), below the failures.
+fn facts(out: &mut String, r: &Report) {
+    out.push_str(
+        "<details class=\"facts\" open><summary>Run details</summary>\n<dl class=\"facts\">\n",
+    );
     let mut fact = |name: &str, value: String| {
         let _ = writeln!(out, "<dt>{name}</dt><dd>{value}</dd>");
     };
@@ -138,7 +154,7 @@ fn header(out: &mut String, r: &Report) {
     for note in &env.notes {
         fact("Note", html(note));
     }
-    out.push_str("</dl>\n</header>\n");
+    out.push_str("</dl>\n</details>\n");
 }
 
 fn profiles_table(out: &mut String, r: &Report) {
@@ -146,7 +162,7 @@ fn profiles_table(out: &mut String, r: &Report) {
     out.push_str(
         "<h2>Profiles</h2>\n<table class=\"profiles\">\n<thead><tr><th>Profile</th>\
          <th>Outcome</th><th>Pass</th><th>Fail</th><th>Non-strict</th><th>Skipped</th>\
-         <th>Error</th><th>Not supported</th>",
+         <th>Error</th><th>Not supported</th><th>Interrupted</th>",
     );
     out.push_str(if flaky { "<th>Flaky</th>" } else { "" });
     out.push_str("</tr></thead>\n<tbody>\n");
@@ -156,7 +172,7 @@ fn profiles_table(out: &mut String, r: &Report) {
             out,
             "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{}</td>",
+             <td class=\"n\">{}</td><td class=\"n\">{}</td>",
             p.profile,
             outcome_badge(p.outcome.as_str()),
             c.pass,
@@ -164,7 +180,8 @@ fn profiles_table(out: &mut String, r: &Report) {
             c.non_strict,
             c.skipped,
             c.error,
-            c.not_supported
+            c.not_supported,
+            c.interrupted
         );
         if flaky {
             let _ = write!(out, "<td class=\"n\">{}</td>", c.flaky);
@@ -188,11 +205,23 @@ fn scenario(out: &mut String, r: &Report, s: &ScenarioResult, index: usize) {
     } else {
         String::new()
     };
+    // Why it did not run (and the fix) is on the summary line, visible while collapsed.
+    let inline = if matches!(s.verdict, Verdict::Skipped | Verdict::NotSupported) {
+        let fix = crate::text::not_run_fix(r, s)
+            .map(|f| format!(" <span class=\"fix\">Fix: {}</span>", html(&f)))
+            .unwrap_or_default();
+        format!(
+            "<br><span class=\"reason\">{}</span>{fix}",
+            html(&not_run_reason(r, s))
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
         "<details class=\"scenario b-{v}\" id=\"scenario-{index}\"{open}>\n\
          <summary>{badge} <code>{id}</code> <span class=\"desc\">{desc}</span> \
-         <span class=\"dur\">{dur}{times}</span></summary>\n<div class=\"body\">",
+         <span class=\"dur\">{dur}{times}</span>{inline}</summary>\n<div class=\"body\">",
         v = s.verdict,
         badge = verdict_badge(s.verdict),
         id = html(&s.id),

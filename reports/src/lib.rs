@@ -46,6 +46,7 @@
 
 #![forbid(unsafe_code)]
 
+mod compare;
 mod error;
 mod escape;
 #[cfg(any(test, feature = "test-util"))]
@@ -61,6 +62,7 @@ mod repeat;
 mod text;
 mod write;
 
+pub use self::compare::{Column, compare_html, compare_markdown, html_anchor, slim};
 pub use self::error::ReportError;
 pub use self::grade::{ENVIRONMENT_CHECK, GateFailure, NO_CHECKS_ERROR_KIND, Offender};
 pub use self::html::to_html;
@@ -73,5 +75,5 @@ pub use self::model::{
     HARNESS_NAME, Harness, Outcome, Profile, ProfileResult, ProxyInfo, Report, Requirement,
     SCHEMA_VERSION, ScenarioResult, ShardInfo, TimelineEvent, Verdict,
 };
-pub use self::text::INTERRUPTED_LABEL;
+pub use self::text::{INTERRUPTED_LABEL, environment_fix};
 pub use self::write::{REPORT_FILES, write_all};

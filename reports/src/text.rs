@@ -91,6 +91,51 @@ pub(crate) fn level(r: Requirement) -> &'static str {
 /// Why a skipped or not-supported scenario did not run: the `observed` text of its checks with
 /// that verdict, else the features the proxy did not declare, else a generic phrase; for an
 /// interrupted one, its last "interrupted by ..." timeline event.
+/// The fix for a scenario this environment could not run, from the environment check's text
+/// (conformance's wording: root, `ip`, `iptables`, network namespaces, a proxy image).
+pub fn environment_fix(why: &str) -> &'static str {
+    if why.contains("need root") {
+        "run as root (e.g. `sudo -E conformance run ...`)"
+    } else if why.contains("`iptables`") || why.contains("iptables does not work") {
+        "`apt-get install iptables` (a kernel with the nat table)"
+    } else if why.contains("`ip`") {
+        "`apt-get install iproute2`"
+    } else if why.contains("network namespace") {
+        "run as root where network namespaces can be created (a privileged container)"
+    } else if why.contains("proxy image") {
+        "run the proxy as a local process (--proxy-cmd or --manifest, without --proxy-image)"
+    } else {
+        "see the scenario's environment check"
+    }
+}
+
+/// How to make a scenario that did not run run: the environment's fix, or declaring the
+/// missing features; `None` when it was skipped or interrupted.
+pub(crate) fn not_run_fix(report: &Report, s: &ScenarioResult) -> Option<String> {
+    if s.verdict != Verdict::NotSupported {
+        return None;
+    }
+    if let Some(c) = s
+        .checks
+        .iter()
+        .find(|c| c.name == crate::ENVIRONMENT_CHECK && c.verdict == Verdict::NotSupported)
+    {
+        return Some(environment_fix(&c.observed).to_owned());
+    }
+    let missing: Vec<&str> = s
+        .features
+        .iter()
+        .filter(|f| !report.proxy.features.contains(f))
+        .map(String::as_str)
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "if the proxy supports it, declare {} (--features or the manifest's features)",
+            missing.join(", ")
+        )
+    })
+}
+
 pub(crate) fn not_run_reason(report: &Report, s: &ScenarioResult) -> String {
     let reasons: Vec<&str> = s
         .checks

@@ -224,7 +224,13 @@ impl Builder {
             control.clone(),
             shutdown_rx,
         )));
-        tracing::info!(%addr, ?control_addr, ?grpc_addr, "agent-sim listening");
+        // Display values only (an absent listener is left out, not logged as `None`).
+        tracing::info!(
+            %addr,
+            control_addr = control_addr.map(tracing::field::display),
+            grpc_addr = grpc_addr.map(tracing::field::display),
+            "agent-sim listening"
+        );
         Ok(Listening {
             addr,
             control_addr,

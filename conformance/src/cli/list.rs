@@ -7,6 +7,7 @@ use scenarios::{Profile, Scenario};
 
 use super::ListArgs;
 use super::flags::{profiles, scenarios};
+use super::out::outln;
 use crate::error::Error;
 use crate::plan::catalogue::{self, Selection};
 
@@ -20,12 +21,16 @@ pub(super) fn print_list(plan: &[(Scenario, bool)]) {
             Profile::L7Traffic => "l7-traffic",
         };
         let skip = if *skipped { "  (skipped)" } else { "" };
-        println!("{:<34} {:<11} {}{skip}", s.id, p, s.features.join(","));
+        outln!("{:<34} {:<11} {}{skip}", s.id, p, s.features.join(","));
     }
 }
 
 /// `conformance list`.
 pub fn list(args: &ListArgs) -> Result<ExitCode, Error> {
+    if args.sabotages {
+        super::demo::list_sabotages();
+        return Ok(ExitCode::SUCCESS);
+    }
     let sel = Selection {
         profiles: profiles(&args.profile)?,
         ..Selection::default()

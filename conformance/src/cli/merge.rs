@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use reports::{Report, ShardInfo};
 
-use super::summary::{exit_code, summarize};
+use super::out::outln;
+use super::summary::{environment_hint, exit_code, summarize};
 use super::{DurationsArgs, MergeArgs};
 use crate::error::Error;
 use crate::plan::shard::{self, ShardSpec};
@@ -23,7 +24,7 @@ pub(super) fn shard_plan(
     shard::select(plan, spec, durations, claimed.to_vec())
 }
 
-fn read_report(path: &Path) -> Result<Report, Error> {
+pub(super) fn read_report(path: &Path) -> Result<Report, Error> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
     Report::from_json(&text).map_err(|source| Error::ReadReport {
@@ -50,14 +51,17 @@ pub fn merge(args: &MergeArgs) -> Result<ExitCode, Error> {
             path: args.report_dir.clone(),
             source,
         })?;
-    println!(
+    outln!(
         "merged {} shard report(s): {} scenario(s)",
         shards.len(),
         merged.scenarios.len()
     );
     summarize(&merged, &claimed);
     for p in written {
-        println!("wrote {}", p.display());
+        outln!("wrote {}", p.display());
+    }
+    if let Some(hint) = environment_hint(&merged, &claimed) {
+        outln!("{hint}");
     }
     Ok(exit_code(&merged, &claimed))
 }
@@ -68,7 +72,7 @@ pub fn durations(args: &DurationsArgs) -> Result<ExitCode, Error> {
     for path in &args.reports {
         table.extend(Durations::from_report(&read_report(path)?));
     }
-    print!("{}", table.to_toml());
+    outln!("{}", table.to_toml().trim_end());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -16,7 +16,10 @@ use scenarios::Scenario;
 use super::RunArgs;
 use super::flags::{manifest, profiles, report_profile, scenarios, timeouts};
 use super::list::print_list;
-use super::summary::{exit_code, summarize};
+use super::out::outln;
+use super::preflight;
+use super::signals::{Signals, reap_children};
+use super::summary::{environment_hint, exit_code, summarize};
 use crate::error::Error;
 use crate::plan::catalogue::{self, Selection};
 use crate::plan::{Durations, Planned};
@@ -27,32 +30,6 @@ use crate::{container, proxy};
 /// their grace, worlds dropped) before the hard kill; well inside the usual 30 s between a CI
 /// timeout's SIGTERM and its SIGKILL.
 pub(crate) const CLEANUP_BOUND: Duration = Duration::from_secs(10);
-
-/// SIGINT and SIGTERM, listened to from the start of the run (so an early signal is not lost
-/// to the default action).
-struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    /// Installs the handlers; needs a runtime context.
-    fn install() -> std::io::Result<Self> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Self {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-        })
-    }
-
-    /// The next signal.
-    async fn next(&mut self) -> Signal {
-        tokio::select! {
-            _ = self.int.recv() => Signal::Int,
-            _ = self.term.recv() => Signal::Term,
-        }
-    }
-}
 
 /// How the run ended.
 enum Ended {
@@ -70,7 +47,15 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         skip: args.skip.clone(),
         profiles: claimed.clone(),
     };
-    let plan = catalogue::select(scenarios(&args.scenario_dir)?, &sel);
+    let all = scenarios(&args.scenario_dir)?;
+    preflight::globs(&all, &args.scenario)?;
+    let plan = catalogue::select(all, &sel);
+    let manifest = manifest(args)?;
+    if !args.list {
+        // Before sharding: a shard may hold none of the scenarios the proxy can run.
+        preflight::program(&manifest)?;
+        preflight::features(&plan, &manifest)?;
+    }
     // Claimed = asked for, or every profile with a selected scenario (of the whole plan).
     let mut claimed: Vec<reports::Profile> = claimed.into_iter().map(report_profile).collect();
     if claimed.is_empty() {
@@ -102,7 +87,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         return Ok(ExitCode::SUCCESS);
     }
     let exe = std::env::current_exe().map_err(|e| Error::io("find the conformance binary", e))?;
-    let mut cfg = RunConfig::new(manifest(args)?, exe);
+    let mut cfg = RunConfig::new(manifest, exe);
     cfg.timeouts = timeouts(&args.timeout)?;
     if let Some(seed) = args.seed {
         cfg.seed = seed;
@@ -183,8 +168,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
                 let n = sweep_containers();
                 eprintln!("interrupted: removed {n} proxy container(s)");
             }
+            let reaped = reap_children(Duration::from_secs(2));
+            if reaped > 0 {
+                tracing::debug!(reaped, "reaped killed children");
+            }
             let Some(report) = interrupt.salvage(why) else {
                 proxy::kill_orphans();
+                reap_children(Duration::from_secs(1));
                 return Ok(ExitCode::from(Signal::Int.exit_code()));
             };
             report
@@ -194,6 +184,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     if n > 0 {
         eprintln!("killed {n} process(es) the proxies left behind (outside their process groups)");
     }
+    // No defunct child is left behind: what was killed is waited for.
+    reap_children(Duration::from_millis(if n > 0 { 1000 } else { 0 }));
     let written =
         reports::write_all(&report, &args.report_dir).map_err(|source| Error::ReportDir {
             path: args.report_dir.clone(),
@@ -201,10 +193,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         })?;
     summarize(&report, &claimed);
     for p in written {
-        println!("wrote {}", p.display());
+        outln!("wrote {}", p.display());
     }
     if let Some(sig) = interrupt.signal() {
         return Ok(ExitCode::from(sig.exit_code()));
+    }
+    if let Some(hint) = environment_hint(&report, &claimed) {
+        outln!("{hint}");
     }
     Ok(exit_code(&report, &claimed))
 }

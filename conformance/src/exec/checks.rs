@@ -101,6 +101,17 @@ impl Exec<'_> {
                 ),
                 Some(ms(*took)),
             ),
+            Outcome::Unjudged { last, first_look } => (
+                Verdict::Skipped,
+                format!(
+                    "cannot be judged: its window of {} ms from the step had passed when it was \
+                     first looked at ({} ms, the checks before it used the window); seen then: \
+                     {last}",
+                    within.map_or(0, |w| ms(w.late.unwrap_or(w.bound).max(w.bound))),
+                    ms(*first_look)
+                ),
+                None,
+            ),
             Outcome::Never { last } => {
                 let text = match within {
                     Some(w) => format!(

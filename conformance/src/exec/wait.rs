@@ -72,6 +72,9 @@ pub(crate) enum Outcome {
     Late { took: Duration },
     /// Never became true; the last thing seen.
     Never { last: String },
+    /// Not true at the first look, which came after the whole window had passed (earlier
+    /// checks used it up): this check cannot be judged, neither passed nor failed.
+    Unjudged { last: String, first_look: Duration },
     /// Became true, then a contrary observation `after` it became true.
     Broke {
         took: Duration,
@@ -181,6 +184,13 @@ impl Evaluator {
                 };
                 match limit {
                     Some(l) if now < l => Next::Wait(p.poll.min(l - now)),
+                    Some(l) if self.count == 1 && self.first_look >= l => self.done(
+                        Outcome::Unjudged {
+                            last: o.text.clone(),
+                            first_look: self.first_look - p.start,
+                        },
+                        o.text,
+                    ),
                     _ => self.done(
                         Outcome::Never {
                             last: o.text.clone(),
@@ -218,9 +228,12 @@ impl Evaluator {
     fn held(&mut self, became: Instant, text: String) -> Next {
         let p = self.plan;
         let took = became - p.start;
-        let late = p
-            .within
-            .is_some_and(|w| became > (p.start + w).max(self.first_look));
+        // Late (non-strict) only against a bound the proxy declared, i.e. a `late` limit past
+        // `within`; without one, what held while the window was being watched is held.
+        let late = match (p.within, p.late) {
+            (Some(w), Some(l)) if l > w => became > (p.start + w).max(self.first_look),
+            _ => false,
+        };
         let outcome = if late {
             Outcome::Late { took }
         } else {

@@ -193,3 +193,15 @@ fn xds_placeholders_need_the_xds_feature() {
     assert_eq!(m.xds.tls_mode, TlsMode::Sds);
     assert!(m.set_xds_tls_mode("both").is_err());
 }
+
+#[test]
+fn an_interpreted_proxy_is_named_by_its_script() {
+    let name = |c: &str| Manifest::from_command(c).unwrap().name;
+    assert_eq!(
+        name("python3 -u ./my_proxy.py -proxy-id {proxy_id}"),
+        "my_proxy.py"
+    );
+    assert_eq!(name("node proxy.js"), "proxy.js");
+    assert_eq!(name("/usr/bin/my-proxy -proxy-id {proxy_id}"), "my-proxy");
+    assert_eq!(name("python3"), "python3");
+}

@@ -34,6 +34,8 @@ struct Inner {
 #[derive(Debug)]
 struct Board {
     header: Report,
+    /// When the run opened the board: a salvaged report's duration runs from here.
+    opened: std::time::Instant,
     /// `Ok` = finished; `Err` = the blank result of one not finished (yet).
     slots: Vec<Result<ScenarioResult, ScenarioResult>>,
 }
@@ -104,6 +106,7 @@ impl Interrupt {
     pub(crate) fn open_board(&self, header: Report, blanks: Vec<ScenarioResult>) {
         *self.inner.board.lock() = Some(Board {
             header,
+            opened: std::time::Instant::now(),
             slots: blanks.into_iter().map(Err).collect(),
         });
     }
@@ -129,6 +132,8 @@ impl Interrupt {
         let board = board.as_ref()?;
         let signal = self.signal().unwrap_or(Signal::Int);
         let mut report = board.header.clone();
+        // The run lasted until now, cut short or not (never the header's 0).
+        report.duration_ms = u64::try_from(board.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
         for slot in &board.slots {
             report.scenarios.push(match slot {
                 Ok(done) => done.clone(),
@@ -219,6 +224,7 @@ mod tests {
         let env = super::super::artifacts::environment();
         let header = Report::new(reports::Harness::new("0"), proxy, env, "", 1);
         i.open_board(header, vec![blank("a"), blank("b")]);
+        std::thread::sleep(std::time::Duration::from_millis(5));
         let mut done = blank("a");
         done.checks.push(reports::CheckResult::new(
             "c",
@@ -230,6 +236,11 @@ mod tests {
         i.post(0, &done);
         i.trigger(Signal::Int);
         let r = i.salvage("a second signal").unwrap();
+        assert!(
+            r.duration_ms >= 5,
+            "the run's duration is kept: {}",
+            r.duration_ms
+        );
         let verdicts: Vec<_> = r.scenarios.iter().map(|s| s.verdict).collect();
         assert_eq!(
             verdicts,

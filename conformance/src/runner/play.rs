@@ -75,7 +75,15 @@ pub(super) async fn play(
     result.timeline.push(event);
     let ready_timeout = cfg.timeouts.get("ready").unwrap_or(Duration::from_secs(30));
     let targets = world.ready_addrs();
-    let ready = match until_cancelled(interrupt, proxy.wait_ready(&targets, ready_timeout)).await {
+    let on: Vec<String> = targets.iter().map(ToString::to_string).collect();
+    let on = on.join(", ");
+    let wait = super::progress::waiting_on(
+        &result.id,
+        &on,
+        ready_timeout,
+        proxy.wait_ready(&targets, ready_timeout),
+    );
+    let ready = match until_cancelled(interrupt, wait).await {
         Ok(r) => Some(r),
         Err(sig) => {
             cut(result, sig, "while it waited for the proxy to be ready");

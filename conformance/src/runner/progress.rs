@@ -1,7 +1,10 @@
 //! Progress reporting while scenarios run: an indicatif bar on a terminal, plain lines on
 //! stderr otherwise (CI logs), or nothing.
 
+use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use reports::{Report, ScenarioResult, Verdict};
 
@@ -13,8 +16,45 @@ pub trait Progress: Send + Sync {
     fn begin(&self, _id: &str) {}
     /// A scenario ended with `verdict`.
     fn end(&self, _result: &ScenarioResult, _verdict: Verdict) {}
+    /// Scenario `id` has waited `waited` of `limit` for the proxy to listen on `on`.
+    fn waiting(&self, _id: &str, _on: &str, _waited: Duration, _limit: Duration) {}
     /// The run is over.
     fn finish(&self, _report: &Report) {}
+}
+
+tokio::task_local! {
+    /// The run's progress, for the scenario task that runs in its scope (see [`waiting_on`]).
+    pub(super) static CURRENT: Arc<dyn Progress>;
+}
+
+/// The first "waiting for the proxy" line comes after this long, then one every
+/// [`WAITING_EVERY`]: a proxy that never listens is not 30 s of silence.
+const WAITING_FIRST: Duration = Duration::from_secs(2);
+const WAITING_EVERY: Duration = Duration::from_secs(5);
+
+/// Runs `wait` (the readiness wait of scenario `id` for `on`, at most `limit`), telling the
+/// task's progress (if any) how long it has waited while it lasts.
+pub(super) async fn waiting_on<F: Future>(
+    id: &str,
+    on: &str,
+    limit: Duration,
+    wait: F,
+) -> F::Output {
+    let Ok(progress) = CURRENT.try_with(Arc::clone) else {
+        return wait.await;
+    };
+    let start = tokio::time::Instant::now();
+    let ticks = async {
+        tokio::time::sleep(WAITING_FIRST).await;
+        loop {
+            progress.waiting(id, on, start.elapsed(), limit);
+            tokio::time::sleep(WAITING_EVERY).await;
+        }
+    };
+    tokio::select! {
+        r = wait => r,
+        () = ticks => unreachable!("the ticks never end"),
+    }
 }
 
 /// No output.
@@ -46,6 +86,19 @@ impl Progress for Lines {
             r.duration_ms
         );
     }
+
+    fn waiting(&self, id: &str, on: &str, waited: Duration, limit: Duration) {
+        eprintln!("{}", waiting_line(id, on, waited, limit));
+    }
+}
+
+/// `ID: waiting for the proxy on ADDR (n/30 s)`.
+fn waiting_line(id: &str, on: &str, waited: Duration, limit: Duration) -> String {
+    format!(
+        "{id}: waiting for the proxy on {on} ({}/{} s)",
+        waited.as_secs(),
+        limit.as_secs()
+    )
 }
 
 /// An indicatif bar (hidden automatically when stderr is not a terminal).
@@ -60,7 +113,7 @@ impl Default for ProgressBar {
         ) {
             bar.set_style(style);
         }
-        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        bar.enable_steady_tick(Duration::from_millis(120));
         Self(bar)
     }
 }
@@ -79,6 +132,10 @@ impl Progress for ProgressBar {
             self.0.println(format!("{:<34} {}", r.id, verdict.as_str()));
         }
         self.0.inc(1);
+    }
+
+    fn waiting(&self, id: &str, on: &str, waited: Duration, limit: Duration) {
+        self.0.set_message(waiting_line(id, on, waited, limit));
     }
 
     fn finish(&self, _report: &Report) {

@@ -55,25 +55,29 @@ pub(super) async fn run_plan(
             if let Err(sig) = permit {
                 cancelled = Some(sig);
             }
-            handles[i].push(tokio::spawn(async move {
-                let r = match (permit, &p) {
-                    (_, Planned::Skip(s)) => {
-                        progress.begin(&s.id);
-                        let mut r = blank(s);
-                        r.mark_skipped();
-                        r
-                    }
-                    (Err(sig), Planned::Run(s)) => super::cancel::not_started(blank(s), sig),
-                    (Ok(_permit), Planned::Run(s)) => {
-                        progress.begin(&s.id);
-                        run_scenario(&cfg, s).await
-                    }
-                };
-                // The latest finished attempt, for the report salvaged if cleanup is cut short.
-                cfg.interrupt.post(i, &r);
-                progress.end(&r, r.graded_verdict());
-                r
-            }));
+            let scope = progress.clone();
+            handles[i].push(tokio::spawn(super::progress::CURRENT.scope(
+                scope,
+                async move {
+                    let r = match (permit, &p) {
+                        (_, Planned::Skip(s)) => {
+                            progress.begin(&s.id);
+                            let mut r = blank(s);
+                            r.mark_skipped();
+                            r
+                        }
+                        (Err(sig), Planned::Run(s)) => super::cancel::not_started(blank(s), sig),
+                        (Ok(_permit), Planned::Run(s)) => {
+                            progress.begin(&s.id);
+                            run_scenario(&cfg, s).await
+                        }
+                    };
+                    // The latest finished attempt, for the report salvaged if cleanup is cut short.
+                    cfg.interrupt.post(i, &r);
+                    progress.end(&r, r.graded_verdict());
+                    r
+                },
+            )));
         }
     }
     let mut results = Vec::with_capacity(plan.len());

@@ -29,6 +29,22 @@ fn go_style_single_dash_flags_work() {
 }
 
 #[test]
+fn single_and_double_dash_are_alike_and_an_unknown_flag_is_named_whole() {
+    for bogus in ["-bogus", "--bogus", "-bogus=1"] {
+        let e = parse(&[bogus]).unwrap_err().to_string();
+        assert!(e.contains("'--bogus"), "{bogus}: {e}");
+        assert!(!e.contains("'-b'"), "{bogus}: {e}");
+    }
+    let help = parse(&["-help"]).unwrap_err();
+    assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+    assert_eq!(
+        parse(&["-h"]).unwrap_err().kind(),
+        clap::error::ErrorKind::DisplayHelp
+    );
+    assert!(parse(&["--proxy-id", "p", "-log-level", "debug"]).is_ok());
+}
+
+#[test]
 fn token_and_address_precedence() {
     let dir = std::env::temp_dir().join(format!("put-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -117,3 +117,15 @@ fn badges_link_to_profiles_that_have_sections() {
     assert!(page.contains("<span class=\"badge o-not-run\">l7 <b>not-run</b></span>"));
     assert!(!page.contains("#profile-l7"));
 }
+
+#[test]
+fn failures_come_first_with_reasons_fixes_and_an_interrupted_column() {
+    let page = to_html(&sample_report());
+    let attention = page
+        .find("Needs attention")
+        .expect("a needs-attention block");
+    let profiles = page.find("<h2>Profiles</h2>").unwrap();
+    let facts = page.find("Run details").unwrap();
+    assert!(attention < facts && facts < profiles, "failures first");
+    assert!(page.contains("<th>Interrupted</th>"));
+}

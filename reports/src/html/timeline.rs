@@ -58,8 +58,13 @@ pub(crate) fn svg(s: &ScenarioResult) -> Option<String> {
             "<rect class=\"{class}\" x=\"0\" y=\"{y}\" width=\"{WIDTH}\" height=\"{LANE_H}\"/>"
         );
     }
-    for (i, e) in steps.iter().enumerate() {
-        step(&mut out, &scale, i, e, lanes_bottom);
+    let ticks: Vec<(f64, String)> = steps
+        .iter()
+        .map(|e| (scale.x(e.at_ms), truncate(&e.label, LABEL_CHARS)))
+        .collect();
+    let placed = labels::place(&ticks, STEP_ROWS, WIDTH);
+    for (e, p) in steps.iter().zip(&placed) {
+        step(&mut out, &scale, p, e, lanes_bottom);
     }
     let mut lane_y = TOP;
     if observed_lane {
@@ -123,23 +128,18 @@ impl Scale {
     }
 }
 
-fn step(out: &mut String, scale: &Scale, i: usize, e: &TimelineEvent, bottom: f64) {
+fn step(out: &mut String, scale: &Scale, p: &labels::Placed, e: &TimelineEvent, bottom: f64) {
     let x = scale.x(e.at_ms);
-    let label_y = STEP_ROW_H * ((i % STEP_ROWS) as f64 + 1.0) - 3.0;
-    let (anchor, dx) = if x > X1 - 160.0 {
-        ("end", -3.0)
-    } else {
-        ("start", 3.0)
-    };
+    let label_y = STEP_ROW_H * (p.row as f64 + 1.0) - 3.0;
     let _ = write!(
         out,
         "<g class=\"step\"><title>{}</title>\
          <line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{bottom:.1}\"/>\
-         <text x=\"{:.1}\" y=\"{label_y:.1}\" text-anchor=\"{anchor}\">{}</text></g>",
+         <text x=\"{:.1}\" y=\"{label_y:.1}\">{}</text></g>",
         html(&event_title(e)),
         label_y - 10.0,
-        x + dx,
-        html(&truncate(&e.label, LABEL_CHARS))
+        p.x,
+        html(&p.text)
     );
 }
 
@@ -375,6 +375,8 @@ fn truncate(s: &str, max: usize) -> String {
     t.push('…');
     t
 }
+
+mod labels;
 
 #[cfg(test)]
 mod tests;

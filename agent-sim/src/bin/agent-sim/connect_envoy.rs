@@ -33,8 +33,14 @@ pub(crate) async fn main(args: &[OsString]) -> ExitCode {
             .collect::<anyhow::Result<Vec<String>>>()?;
         match args.split_first() {
             Some((sub, rest)) if sub == "envoy" => run(rest, &Env::from_process()).await,
-            Some((sub, _)) => bail!("unknown command `connect {sub}`; only `connect envoy` exists"),
-            None => bail!("usage: agent-sim connect envoy [options]"),
+            Some((sub, _)) if is_help(sub) => {
+                print!("{CONNECT_USAGE}");
+                Ok(())
+            }
+            Some((sub, _)) => {
+                bail!("unknown command `connect {sub}`; only `connect envoy` exists\n\n{CONNECT_USAGE}")
+            }
+            None => bail!("{CONNECT_USAGE}"),
         }
     }
     .await;
@@ -45,6 +51,20 @@ pub(crate) async fn main(args: &[OsString]) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `agent-sim connect --help`.
+const CONNECT_USAGE: &str = "\
+Usage: agent-sim connect envoy [options] [-- pass-through options]
+
+  Consul's `consul connect envoy` for agent-sim: the Envoy bootstrap of a registered
+  sidecar, printed (-bootstrap) or handed to Envoy. `agent-sim connect envoy -help` lists
+  its options.
+";
+
+/// `-h`, `-help`, `--help` (Consul's CLI takes single and double dashes alike).
+fn is_help(arg: &str) -> bool {
+    matches!(arg, "-h" | "-help" | "--help" | "help")
 }
 
 async fn run(args: &[String], env: &Env) -> anyhow::Result<()> {

@@ -189,6 +189,8 @@ fn init_tracing(level: &str, json: bool) {
         reg.with(
             tracing_subscriber::fmt::layer()
                 .with_target(false)
+                // Colour only on a terminal: a log file or a pipe gets plain text.
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
                 .with_writer(std::io::stderr),
         )
         .init();
@@ -285,11 +287,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let (Some(s), Some(token)) = (&scenario, &management_token) {
         scenario::configure(&mut cfg, s, token)?;
     }
-    let sim = AgentSim::builder()
-        .config(cfg)
-        .start()
-        .await
-        .context("starting agent-sim")?;
+    let flags = [
+        (Some(cli.listen), "--listen"),
+        (cli.control_listen, "--control-listen"),
+        (cli.grpc_listen.0, "--grpc-listen"),
+    ];
+    let sim = match AgentSim::builder().config(cfg).start().await {
+        Ok(sim) => sim,
+        Err(agent_sim::SimError::Bind { addr, source }) => {
+            anyhow::bail!("{}", bind_error(&flags, addr, &source))
+        }
+        Err(e) => return Err(e).context("starting agent-sim"),
+    };
     for path in &cli.preload {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -337,6 +346,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     shutdown_signal().await;
     sim.shutdown().await;
     Ok(())
+}
+
+/// A listener that could not be bound, said once and naming the flag that chose its address.
+fn bind_error(
+    flags: &[(Option<SocketAddr>, &str)],
+    addr: SocketAddr,
+    source: &std::io::Error,
+) -> String {
+    let flag = flags
+        .iter()
+        .find(|(a, _)| *a == Some(addr))
+        .map_or("--listen", |(_, f)| f);
+    let why = if source.kind() == std::io::ErrorKind::AddrInUse {
+        "the address is already in use (another agent-sim or a Consul agent?)".to_owned()
+    } else {
+        source.to_string()
+    };
+    format!(
+        "cannot listen on {addr} ({flag}): {why}; choose another address with {flag}, e.g. \
+         {flag} 127.0.0.1:0 for any free port"
+    )
 }
 
 /// Ctrl-C or SIGTERM.

@@ -190,6 +190,15 @@ pub(crate) async fn play(
         "client identities for probes: POST /_sim/identity/<service> or /_sim/forge on this agent \
          (with the management token printed above as X-Consul-Token)\n"
     );
+    let public = format!("127.0.0.1:{}", ports.inbound);
+    println!(
+        "waiting for the proxy on {public} (its public listener): {}",
+        if listening(&public).await {
+            "listening"
+        } else {
+            "not listening yet; start it with the command above"
+        }
+    );
     wait_to_start(pace).await;
 
     for (i, step) in s.steps.iter().enumerate() {
@@ -201,9 +210,14 @@ pub(crate) async fn play(
                     .as_deref()
                     .map_or_else(|| "now".to_owned(), |w| format!("within {w}"));
                 println!(
-                    "[{n}] a correct proxy now: {} — {} ({when})",
+                    "[{n}] a correct proxy now: {} — {} ({when}){}",
                     e.name,
-                    describe(&e.check)
+                    describe(&e.check),
+                    if listening(&public).await {
+                        ""
+                    } else {
+                        " [the proxy is not listening on its public port]"
+                    }
                 );
                 let wait = e
                     .within
@@ -221,7 +235,25 @@ pub(crate) async fn play(
         tokio::time::sleep(pace).await;
     }
     println!("\ntimeline done");
+    // Grading needs conformance's probes, apps and checks, and agent-sim must not depend on
+    // conformance: the grading run is conformance's.
+    println!(
+        "agent-sim only plays the timeline; to have each check graded (pass/fail per check), \
+         let conformance start the proxy and play this scenario:\n  conformance run \
+         --proxy-cmd '<your-proxy> -proxy-id {{proxy_id}}' --features {} --scenario {}",
+        s.features.join(","),
+        s.id
+    );
     Ok(())
+}
+
+/// Whether something accepts TCP connections on `addr` now.
+async fn listening(addr: &str) -> bool {
+    let connect = tokio::net::TcpStream::connect(addr.to_owned());
+    matches!(
+        tokio::time::timeout(Duration::from_millis(300), connect).await,
+        Ok(Ok(_))
+    )
 }
 
 /// The commands that bootstrap and run Envoy against this agent, as `consul connect envoy` does.

@@ -148,7 +148,58 @@ async fn a_late_start_still_observes_once() {
     let e = run(p, |_| true).await;
     assert_eq!(e.observations, 1);
     assert_eq!(e.outcome, Outcome::Held { took: 2000 * MS });
+    // False then: the window was gone before this check looked, so it cannot be judged (said
+    // so), rather than failed for a window it never had.
     let e = run(p, |_| false).await;
     assert_eq!(e.observations, 1);
-    assert!(matches!(e.outcome, Outcome::Never { .. }));
+    assert!(
+        matches!(e.outcome, Outcome::Unjudged { .. }),
+        "{:?}",
+        e.outcome
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_declared_bound_nothing_is_late() {
+    // The observation that sees it true ends after the window (a slow probe): still held, not
+    // non-strict, since no bound was declared to be late against.
+    let start = Instant::now();
+    tokio::time::sleep(Duration::from_millis(950)).await;
+    let mut ev = Evaluator::new(plan_from(start, 1000));
+    assert!(matches!(
+        ev.feed(Observation::new(false, "bad")),
+        Next::Wait(_)
+    ));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let Next::Done(e) = ev.feed(Observation::new(true, "good")) else {
+        panic!("decided")
+    };
+    assert_eq!(e.outcome, Outcome::Held { took: 1150 * MS });
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_window_used_up_by_earlier_checks_is_unjudged_not_failed() {
+    let start = Instant::now();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut ev = Evaluator::new(plan_from(start, 1000));
+    let Next::Done(e) = ev.feed(Observation::new(false, "bad")) else {
+        panic!("decided at once")
+    };
+    assert_eq!(
+        e.outcome,
+        Outcome::Unjudged {
+            last: "bad".into(),
+            first_look: 1500 * MS
+        }
+    );
+    // True at that first look: held (never late without a declared bound).
+    let mut ev = Evaluator::new(plan_from(start, 1000));
+    let Next::Done(e) = ev.feed(Observation::new(true, "good")) else {
+        panic!("decided at once")
+    };
+    assert_eq!(e.outcome, Outcome::Held { took: 1500 * MS });
+}
+
+fn plan_from(start: Instant, within_ms: u64) -> Plan {
+    Plan::new(start, Some(Duration::from_millis(within_ms)), None)
 }
