@@ -195,7 +195,7 @@ fn missing_image() -> Result<(), Failed> {
         "--proxy-image",
         "conformance-no-such-image:never-built",
         "--scenario",
-        "core-*",
+        "l4-allow-deny",
     ])
     .output()
     .map_err(|e| e.to_string())?;
