@@ -67,8 +67,13 @@ fn allow_public_only() -> Vec<Permission> {
     ]
 }
 
-#[tokio::test]
-async fn per_request_authorization_and_change_on_keepalive() {
+/// `db` (HTTP; `web` may reach `/public` except `/public/secret`, default deny) behind a running
+/// data plane, and a keep-alive HTTP/1.1 connection to it as `web`.
+async fn public_only_db() -> (
+    watch::Sender<Option<Arc<crate::snapshot::Snapshot>>>,
+    crate::dataplane::RunningDataPlane,
+    hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+) {
     let ca = TestCa::new("Consul CA 1");
     let app = http_app().await;
     let knobs = Knobs {
@@ -85,31 +90,47 @@ async fn per_request_authorization_and_change_on_keepalive() {
     );
     let (tx, rx) = watch::channel(Some(Arc::new(snap)));
     let dp = DataPlane::new(rx).start().await.unwrap();
-
     let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
     let tls = connect(dp.inbound_addr(), cfg).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .unwrap();
     tokio::spawn(conn);
+    (tx, dp, sender)
+}
 
-    let mut send = async |method: &str, path: &str| {
-        let req = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", "db")
-            .header(
-                "x-forwarded-client-cert",
-                "URI=spiffe://forged/ns/default/dc/dc1/svc/admin",
-            )
-            .body(Empty::<Bytes>::new())
-            .unwrap();
-        sender.ready().await.unwrap();
-        let resp = sender.send_request(req).await.unwrap();
-        let status = resp.status();
-        let body = resp.into_body().collect().await.unwrap().to_bytes();
-        (status, String::from_utf8_lossy(&body).into_owned())
-    };
+/// One request on `sender`: its status and body.
+async fn send(
+    sender: &mut hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, String) {
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "db");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    sender.ready().await.unwrap();
+    let resp = sender
+        .send_request(req.body(Empty::<Bytes>::new()).unwrap())
+        .await
+        .unwrap();
+    let status = resp.status();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test]
+async fn per_request_authorization_and_change_on_keepalive() {
+    let (tx, _dp, mut sender) = public_only_db().await;
+    let forged = [(
+        "x-forwarded-client-cert",
+        "URI=spiffe://forged/ns/default/dc/dc1/svc/admin",
+    )];
+    let mut send = async |method: &str, path: &str| send(&mut sender, method, path, &forged).await;
 
     let (s, b) = send("GET", "/public/index").await;
     assert_eq!(s, StatusCode::OK);
@@ -186,40 +207,8 @@ async fn l7_still_requires_client_certificates() {
 /// path, and what the application receives is the normalized path; the query is untouched.
 #[tokio::test]
 async fn denied_paths_cannot_be_spelled_around_and_the_app_sees_the_normalized_path() {
-    let ca = TestCa::new("Consul CA 1");
-    let app = http_app().await;
-    let knobs = Knobs {
-        protocol: Protocol::Http,
-        ..Knobs::default()
-    };
-    let snap = snapshot(
-        &ca,
-        app,
-        vec![Intention::l7("web", "db", allow_public_only())],
-        DefaultPolicy::DENY,
-        knobs,
-        vec![],
-    );
-    let (_tx, rx) = watch::channel(Some(Arc::new(snap)));
-    let dp = DataPlane::new(rx).start().await.unwrap();
-    let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
-    let tls = connect(dp.inbound_addr(), cfg).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    let mut send = async |path: &str| {
-        let req = Request::builder()
-            .uri(path)
-            .header("host", "db")
-            .body(Empty::<Bytes>::new())
-            .unwrap();
-        sender.ready().await.unwrap();
-        let resp = sender.send_request(req).await.unwrap();
-        let status = resp.status();
-        let body = resp.into_body().collect().await.unwrap().to_bytes();
-        (status, String::from_utf8_lossy(&body).into_owned())
-    };
+    let (_tx, _dp, mut sender) = public_only_db().await;
+    let mut send = async |path: &str| send(&mut sender, "GET", path, &[]).await;
     for raw in [
         "/public/secret/x",
         "/public/%73ecret/x",
