@@ -204,7 +204,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     Ok(exit_code(&report, &claimed))
 }
 
-/// Removes every container this process started (by label), on a fresh runtime.
+/// Removes every container this process started (by label), on a fresh runtime. A create request
+/// that was already on its way to the daemon when the scenarios stopped can still produce a
+/// container after the first pass, so the label is looked up again until two lookups
+/// [`SWEEP_RECHECK`] apart find nothing (bounded by [`SWEEP_BOUND`]).
 fn sweep_containers() -> usize {
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -212,5 +215,26 @@ fn sweep_containers() -> usize {
     else {
         return 0;
     };
-    rt.block_on(container::remove_labelled(std::process::id()))
+    rt.block_on(async {
+        let pid = std::process::id();
+        let deadline = tokio::time::Instant::now() + SWEEP_BOUND;
+        let mut removed = container::remove_labelled(pid).await;
+        let mut quiet = 0;
+        while quiet < 2 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(SWEEP_RECHECK).await;
+            match container::remove_labelled(pid).await {
+                0 => quiet += 1,
+                n => {
+                    removed += n;
+                    quiet = 0;
+                }
+            }
+        }
+        removed
+    })
 }
+
+/// How long after a sweep the label is looked up again.
+const SWEEP_RECHECK: Duration = Duration::from_millis(250);
+/// The most a sweep waits for late creations.
+const SWEEP_BOUND: Duration = Duration::from_secs(3);
