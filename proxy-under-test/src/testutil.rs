@@ -6,6 +6,13 @@ pub(crate) mod pki;
 
 pub(crate) mod h2;
 
+// Only the sabotage tests name ports before the proxy binds them.
+#[cfg(feature = "sabotage")]
+#[path = "../tests/e2e/ports.rs"]
+mod ports;
+#[cfg(feature = "sabotage")]
+pub(crate) use ports::free_port;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

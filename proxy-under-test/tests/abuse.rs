@@ -11,6 +11,7 @@
 #[allow(dead_code)]
 #[path = "e2e"]
 mod e2e {
+    pub(crate) mod ports;
     pub(crate) mod support;
 }
 

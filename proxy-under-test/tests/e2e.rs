@@ -2,6 +2,7 @@
 //! point of the proxy issue.
 
 mod e2e {
+    pub(crate) mod ports;
     pub(crate) mod support;
 
     mod agent_use;

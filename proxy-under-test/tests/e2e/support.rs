@@ -57,11 +57,7 @@ pub(crate) fn sim_builder() -> Builder {
         .run_checks(false)
 }
 
-/// A port free right now on 127.0.0.1 (for registrations that must name one).
-pub(crate) fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
+pub(crate) use super::ports::free_port;
 
 /// Installs a test log writer (once per process); `RUST_LOG` selects, default `info`.
 pub(crate) fn logs() {

@@ -22,11 +22,6 @@ use crate::proxy::Proxy;
 use crate::sabotage::{Hooks, Sabotage, Sabotages};
 use crate::testutil::*;
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 /// A sim with `db` and its sidecar (upstream `cache`), the proxy on it running `set` for
 /// `watch_for` after it bound its listeners; returns the sim's request log.
 async fn request_log(set: Sabotages, token: Option<&str>, watch_for: Duration) -> Vec<LogEntry> {

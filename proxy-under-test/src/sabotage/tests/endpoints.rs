@@ -14,11 +14,6 @@ use crate::sabotage::{Sabotage, Sabotages};
 use crate::snapshot::LocalApp;
 use crate::testutil::*;
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 /// The hosts of the `cache` endpoints the proxy's snapshot holds under `set`, once both catalog
 /// instances were read (or after a few seconds).
 async fn cache_hosts(set: Sabotages) -> BTreeSet<String> {
