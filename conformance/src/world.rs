@@ -100,7 +100,10 @@ impl World {
                     ca.key_type, ca.key_bits
                 ))
             })?;
-            builder = builder.ca_key_kind(kind).ca_intermediate(ca.intermediate);
+            builder = builder
+                .ca_key_kind(kind)
+                .ca_intermediate(ca.intermediate)
+                .ca_spiffe_san(!ca.without_spiffe_san);
         }
         let jitter = setup.ca_change_jitter.as_deref().unwrap_or("0s");
         builder = builder.ca_change_jitter(go_duration("setup.ca_change_jitter", jitter)?);

@@ -180,11 +180,15 @@ pub enum Sabotage {
     /// `ignore-lb-policy`: every load-balancing policy (least request, random, hashing) becomes
     /// round robin.
     IgnoreLbPolicy,
+    /// `require-ca-spiffe-san`: a root whose certificate carries no `spiffe://` URI SAN is
+    /// dropped as not a SPIFFE trust anchor (a proxy without the integration guide's opt-out for
+    /// CA providers that bend SPIFFE; in such a cluster it can verify no peer).
+    RequireCaSpiffeSan,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 52] = [
+    pub const ALL: [Self; 53] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -237,6 +241,7 @@ impl Sabotage {
         Self::IgnoreHashPolicy,
         Self::StaleRoutes,
         Self::IgnoreLbPolicy,
+        Self::RequireCaSpiffeSan,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -294,6 +299,7 @@ impl Sabotage {
             Self::IgnoreHashPolicy => "ignore-hash-policy",
             Self::StaleRoutes => "stale-routes",
             Self::IgnoreLbPolicy => "ignore-lb-policy",
+            Self::RequireCaSpiffeSan => "require-ca-spiffe-san",
         }
     }
 

@@ -127,6 +127,14 @@ impl Builder {
         self
     }
 
+    /// Whether the CA's roots and intermediates carry the trust domain's SPIFFE URI SAN
+    /// (default `true`); `false` issues them as some external providers do, without it (leaves
+    /// still carry their SPIFFE ID).
+    pub fn ca_spiffe_san(mut self, on: bool) -> Self {
+        self.cfg.ca_spiffe_san = on;
+        self
+    }
+
     /// Upper bound of the random delay before blocked leaf queries see a rotated leaf.
     pub fn ca_change_jitter(mut self, max: Duration) -> Self {
         self.cfg.ca_change_jitter = max;

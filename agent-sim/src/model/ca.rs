@@ -56,6 +56,11 @@ pub struct CaConfig {
     /// Simulator-only chain mode (as with Vault or in a secondary datacenter): leaves are
     /// signed by an intermediate CA, listed in the root's `IntermediateCerts`.
     pub intermediate: bool,
+    /// Whether roots and intermediates carry the `spiffe://<trust domain>` URI SAN (Consul's
+    /// providers always do). `false`: a CA that bends SPIFFE, as some external providers issue
+    /// them (the integration guide: "CA certificates may not have the correct trust-domain
+    /// SPIFFE URI SAN"); leaves still carry their SPIFFE ID.
+    pub spiffe_ca_san: bool,
 }
 
 impl Default for CaConfig {
@@ -69,6 +74,7 @@ impl Default for CaConfig {
             intermediate_ttl: Duration::from_secs(8760 * 3600),
             key_kind: KeyKind::Ec256,
             intermediate: false,
+            spiffe_ca_san: true,
         }
     }
 }
@@ -181,6 +187,8 @@ pub struct Ca {
     foreign_trust_domain: String,
     /// Chain mode (simulator-only): every new root gets an intermediate that signs leaves.
     chain: bool,
+    /// Roots and intermediates carry the trust domain's URI SAN (`CaConfig::spiffe_ca_san`).
+    spiffe_ca_san: bool,
     /// `CSRMaxPerSecond` on leaf signing.
     csr_limiter: csr_limit::CsrLimiter,
 }
@@ -211,7 +219,7 @@ impl Ca {
         let root = generate_root(
             keys::generate_kind(cfg.key_kind)?,
             &RootSpec {
-                trust_domain: &trust_domain,
+                trust_domain: cfg.spiffe_ca_san.then_some(trust_domain.as_str()),
                 cluster_id: &cluster_id,
                 uid: &base36_uid(rng),
                 serial: 1,
@@ -225,7 +233,7 @@ impl Ca {
         let untrusted_root = generate_root(
             keys::generate()?,
             &RootSpec {
-                trust_domain: &untrusted_td,
+                trust_domain: Some(&untrusted_td),
                 cluster_id: &untrusted_id,
                 uid: &base36_uid(rng),
                 serial: 1,
@@ -248,6 +256,7 @@ impl Ca {
             },
             foreign_trust_domain: format!("{}.consul", random_uuid(rng)),
             chain: cfg.intermediate,
+            spiffe_ca_san: cfg.spiffe_ca_san,
             csr_limiter: csr_limit::CsrLimiter::default(),
         };
         if ca.chain {
@@ -259,6 +268,12 @@ impl Ca {
     /// `<cluster id>.consul`.
     pub fn trust_domain(&self) -> &str {
         &self.trust_domain
+    }
+
+    /// The trust domain new roots and intermediates name in their URI SAN; `None` when the CA
+    /// bends SPIFFE (`CaConfig::spiffe_ca_san` off).
+    pub(crate) fn ca_san_trust_domain(&self) -> Option<&str> {
+        self.spiffe_ca_san.then_some(self.trust_domain.as_str())
     }
 
     /// The cluster id (lowercase, hyphenated UUID).

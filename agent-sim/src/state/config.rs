@@ -48,6 +48,9 @@ pub struct SimConfig {
     pub ca_key_kind: crate::model::ca::KeyKind,
     /// Simulator-only chain mode: leaves signed by an intermediate listed in `IntermediateCerts`.
     pub ca_intermediate: bool,
+    /// Roots and intermediates carry the `spiffe://<trust domain>` URI SAN (default); `false`:
+    /// a CA that bends SPIFFE, as some external providers issue them (leaves keep their ID).
+    pub ca_spiffe_san: bool,
     /// Upper bound of the random delay before blocked leaf queries see a new leaf after a CA
     /// rotation (Consul: 30 s).
     pub ca_change_jitter: Duration,
@@ -79,6 +82,7 @@ impl Default for SimConfig {
             leaf_ttl: Duration::from_secs(72 * 3600),
             ca_key_kind: crate::model::ca::KeyKind::Ec256,
             ca_intermediate: false,
+            ca_spiffe_san: true,
             ca_change_jitter: Duration::from_secs(30),
             blocking: BlockingConfig::default(),
             version: "1.22.0".into(),

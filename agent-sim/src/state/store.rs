@@ -211,6 +211,7 @@ impl Store {
             leaf_ttl: cfg.leaf_ttl,
             key_kind: cfg.ca_key_kind,
             intermediate: cfg.ca_intermediate,
+            spiffe_ca_san: cfg.ca_spiffe_san,
             ..CaConfig::default()
         };
         let ca = Ca::new(ca_cfg, now, index, &mut rng).map_err(SimError::Ca)?;

@@ -42,20 +42,45 @@ pub(crate) fn leaf(leaf: Leaf, set: Sabotages) -> Option<Leaf> {
     Some(leaf)
 }
 
-/// `p256-only`: whether a root PEM survives (its key is P-256). Consul's agent issues P-256 leaf
+/// Whether a root PEM survives. `p256-only`: its key is P-256. Consul's agent issues P-256 leaf
 /// keys whatever the CA's key type, so a proxy that hard-codes P-256 breaks on the roots: an RSA
 /// or P-384 root is dropped as unusable, and peers whose leaves chain to it are refused.
+/// `require-ca-spiffe-san`: it carries a `spiffe://` URI SAN (a root from a CA provider that
+/// bends SPIFFE is dropped, so no peer verifies).
 pub(crate) fn root_usable(pem: &str, set: Sabotages) -> bool {
     use rustls_pki_types::pem::PemObject;
-    if !set.contains(Sabotage::P256Only) {
-        return true;
-    }
-    let usable = CertificateDer::from_pem_slice(pem.as_bytes())
-        .is_ok_and(|der| KeyKind::of_cert(&der) == KeyKind::EcP256);
-    if !usable {
+    let der = CertificateDer::from_pem_slice(pem.as_bytes());
+    if set.contains(Sabotage::P256Only)
+        && !der
+            .as_ref()
+            .is_ok_and(|der| KeyKind::of_cert(der) == KeyKind::EcP256)
+    {
         tracing::error!("unsupported root key type (sabotage p256-only); dropping the root");
+        return false;
     }
-    usable
+    if set.contains(Sabotage::RequireCaSpiffeSan) && !der.as_ref().is_ok_and(has_spiffe_uri) {
+        tracing::error!(
+            "root certificate has no SPIFFE URI SAN (sabotage require-ca-spiffe-san); dropping the root"
+        );
+        return false;
+    }
+    true
+}
+
+/// Whether a certificate carries a `spiffe://` URI SAN.
+fn has_spiffe_uri(der: &CertificateDer<'_>) -> bool {
+    use x509_parser::extensions::GeneralName;
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    let Ok((_, cert)) = X509Certificate::from_der(der) else {
+        return false;
+    };
+    let Ok(Some(san)) = cert.subject_alternative_name() else {
+        return false;
+    };
+    san.value
+        .general_names
+        .iter()
+        .any(|n| matches!(n, GeneralName::URI(u) if u.starts_with("spiffe://")))
 }
 
 /// `roots-only-verification`: a client verifier over the roots alone.

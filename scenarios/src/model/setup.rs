@@ -73,6 +73,11 @@ pub struct CaSetup {
     /// or in a secondary datacenter; simulator-only mode).
     #[serde(default)]
     pub intermediate: bool,
+    /// Roots and intermediates without the `spiffe://<trust domain>` URI SAN, as some external
+    /// providers issue them (the integration guide's "CA certificates may not have the correct
+    /// trust-domain SPIFFE URI SAN"); leaves still carry their SPIFFE ID.
+    #[serde(default)]
+    pub without_spiffe_san: bool,
 }
 
 /// `allow` or `deny`.

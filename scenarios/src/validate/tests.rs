@@ -432,6 +432,7 @@ fn socket_upstreams_and_modes() {
 fn ca_setup_and_ca_steps() {
     good("[setup.ca]\nkey_type = \"rsa\"\nkey_bits = 4096\nintermediate = true\n");
     good("[setup.ca]\nkey_bits = 384\n");
+    good("[setup.ca]\nintermediate = true\nwithout_spiffe_san = true\n");
     good(
         "[[steps]]\ndo = \"rotate-ca\"\nkey_type = \"rsa\"\n\n[[steps]]\ndo = \"rotate-intermediate\"\n",
     );

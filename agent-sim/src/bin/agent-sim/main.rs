@@ -77,6 +77,10 @@ struct Cli {
     /// in a secondary datacenter (roots list `IntermediateCerts`, `CertPEM` carries the chain).
     #[arg(long)]
     ca_intermediate: bool,
+    /// Issue the roots and intermediates without the `spiffe://<trust domain>` URI SAN, as some
+    /// external CA providers do (leaves still carry their SPIFFE ID).
+    #[arg(long)]
+    ca_without_spiffe_san: bool,
     /// Max random delay before blocked leaf queries see a leaf from a rotated CA.
     #[arg(long, default_value = "30s", value_parser = go_duration)]
     ca_change_jitter: Duration,
@@ -274,6 +278,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         leaf_ttl: cli.leaf_ttl,
         ca_key_kind,
         ca_intermediate: cli.ca_intermediate,
+        ca_spiffe_san: !cli.ca_without_spiffe_san,
         ca_change_jitter: cli.ca_change_jitter,
         seed: cli.seed,
         run_checks: !cli.no_checks,

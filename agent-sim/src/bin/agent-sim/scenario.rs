@@ -68,6 +68,10 @@ pub(crate) fn configure(
             .resolve(ttl)
             .map_err(|e| anyhow!("leaf_ttl {ttl:?}: {e}"))?;
     }
+    if let Some(ca) = &setup.ca {
+        cfg.ca_intermediate = ca.intermediate;
+        cfg.ca_spiffe_san = !ca.without_spiffe_san;
+    }
     cfg.ca_change_jitter = match &setup.ca_change_jitter {
         Some(j) => timeouts
             .resolve(j)

@@ -20,11 +20,12 @@ use super::root::{Root, Signer};
 use super::{Ca, CaError};
 
 /// An intermediate signed by `root`: CN `int-<uid>.consul.ca.<cluster id[..8]>.consul`, URI SAN
-/// `spiffe://<td>`, CA:true with path length 0 (as Consul's `SignIntermediate`), KeyUsage
+/// `spiffe://<td>` (none without a trust domain in the spec), CA:true with path length 0 (as Consul's `SignIntermediate`), KeyUsage
 /// CertSign+CRLSign+DigitalSignature, SKID = SHA-256(SPKI), AKID = the root's; valid from now −
 /// 1 min for the configured `IntermediateCertTTL`. Returns its signer and PEM.
 pub(crate) struct IntermediateSpec<'a> {
-    pub(crate) trust_domain: &'a str,
+    /// `None`: no URI SAN (see `RootSpec::trust_domain`).
+    pub(crate) trust_domain: Option<&'a str>,
     pub(crate) cluster_id: &'a str,
     pub(crate) uid: &'a str,
     pub(crate) serial: u64,
@@ -49,9 +50,9 @@ pub(crate) fn sign_intermediate(
         format!("int-{}.consul.ca.{cluster_prefix}.consul", spec.uid),
     );
     params.distinguished_name = dn;
-    params.subject_alt_names = vec![SanType::URI(
-        format!("spiffe://{}", spec.trust_domain).try_into()?,
-    )];
+    if let Some(td) = spec.trust_domain {
+        params.subject_alt_names = vec![SanType::URI(format!("spiffe://{td}").try_into()?)];
+    }
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
@@ -84,7 +85,7 @@ impl Ca {
     ) -> Result<(), CaError> {
         let uid = base36_uid(rng);
         let spec = IntermediateSpec {
-            trust_domain: &self.trust_domain,
+            trust_domain: self.ca_san_trust_domain(),
             cluster_id: &self.cluster_id,
             uid: &uid,
             serial: self.next_serial,

@@ -64,7 +64,9 @@ pub(crate) struct Root {
 
 /// What a new root is made of besides its key.
 pub(crate) struct RootSpec<'a> {
-    pub(crate) trust_domain: &'a str,
+    /// The trust domain of the `spiffe://<td>` URI SAN; `None`: no URI SAN (a CA that bends
+    /// SPIFFE, as some external providers issue them).
+    pub(crate) trust_domain: Option<&'a str>,
     pub(crate) cluster_id: &'a str,
     /// The 8 base36 characters after `pri-` in the subject CN.
     pub(crate) uid: &'a str,
@@ -76,7 +78,8 @@ pub(crate) struct RootSpec<'a> {
 }
 
 /// A self-signed root as the consul provider's `generateCA` makes it: CN
-/// `pri-<uid>.consul.ca.<cluster id[..8]>.consul`, URI SAN `spiffe://<td>`, CA:true, KeyUsage
+/// `pri-<uid>.consul.ca.<cluster id[..8]>.consul`, URI SAN `spiffe://<td>` (none without a trust
+/// domain in the spec), CA:true, KeyUsage
 /// CertSign+CRLSign+DigitalSignature, SKID = AKID = SHA-256(SPKI), valid from now (no backdate)
 /// for `ttl`. The new root is active.
 pub(crate) fn generate_root(key: KeyPair, spec: &RootSpec<'_>) -> Result<Root, CaError> {
@@ -90,9 +93,9 @@ pub(crate) fn generate_root(key: KeyPair, spec: &RootSpec<'_>) -> Result<Root, C
         format!("pri-{}.consul.ca.{cluster_prefix}.consul", spec.uid),
     );
     params.distinguished_name = dn;
-    params.subject_alt_names = vec![SanType::URI(
-        format!("spiffe://{}", spec.trust_domain).try_into()?,
-    )];
+    if let Some(td) = spec.trust_domain {
+        params.subject_alt_names = vec![SanType::URI(format!("spiffe://{td}").try_into()?)];
+    }
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,

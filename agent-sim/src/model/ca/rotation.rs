@@ -86,7 +86,7 @@ impl Ca {
         }
         let serial = self.next_serial;
         let spec = RootSpec {
-            trust_domain: &self.trust_domain,
+            trust_domain: self.ca_san_trust_domain(),
             cluster_id: &self.cluster_id,
             uid: &uid,
             serial,

@@ -2,6 +2,7 @@
 //! with rustls' webpki verifier, wire JSON snapshots, rotation, pruning, forgeries and the
 //! configuration endpoint.
 
+mod bent;
 mod chain;
 mod config;
 mod forge;

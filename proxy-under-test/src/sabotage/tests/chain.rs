@@ -144,3 +144,17 @@ async fn roots_only_verification_refuses_upstreams_that_need_an_intermediate() {
         .unwrap_err();
     assert!(client_refused(&err), "{err}");
 }
+
+#[test]
+fn require_ca_spiffe_san_drops_roots_without_one() {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let with_san = Ca::root("root", Key::P256).pem();
+    let mut p = CertificateParams::default();
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let bare = p.self_signed(&KeyPair::generate().unwrap()).unwrap().pem();
+    let reference = Hooks::new(Sabotages::NONE);
+    let broken = Hooks::new(Sabotage::RequireCaSpiffeSan.into());
+    assert!(reference.root_usable(&with_san) && reference.root_usable(&bare));
+    assert!(broken.root_usable(&with_san));
+    assert!(!broken.root_usable(&bare));
+}
