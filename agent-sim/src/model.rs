@@ -2,6 +2,7 @@
 //! only the Go floor ([`crate::go`]).
 
 pub mod acl;
+pub mod agent_tls;
 pub mod ca;
 pub mod chain;
 pub mod config_entry;

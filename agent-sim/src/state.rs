@@ -4,6 +4,7 @@
 //! that plays connection faults, and the errors state changes fail with. Imports only the Go and
 //! model floors.
 
+pub mod agent_tls;
 pub(crate) mod background;
 pub mod blocking;
 pub(crate) mod body;

@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 
 use crate::http;
 use crate::model::acl::{AclConfig, DefaultPolicy};
+use crate::state::agent_tls::{AgentTls, AgentTlsConfig};
 use crate::state::blocking::BlockingConfig;
 use crate::state::config::{IntentionDefault, SimConfig};
 use crate::state::control::Control;
@@ -135,6 +136,18 @@ impl Builder {
         self
     }
 
+    /// Serve HTTPS on the agent port and gRPC over TLS on the gRPC port, with a server
+    /// certificate of the agent's own CA (not the Connect CA) for `server_name`, `localhost` and
+    /// the loopback addresses; with `verify_incoming` the HTTPS port requires a client
+    /// certificate of that CA. The material is in [`Control::agent_tls`].
+    pub fn agent_tls(mut self, verify_incoming: bool, server_name: impl Into<String>) -> Self {
+        self.cfg.agent_tls = Some(AgentTlsConfig {
+            verify_incoming,
+            server_name: server_name.into(),
+        });
+        self
+    }
+
     /// Upper bound of the random delay before blocked leaf queries see a rotated leaf.
     pub fn ca_change_jitter(mut self, max: Duration) -> Self {
         self.cfg.ca_change_jitter = max;
@@ -168,11 +181,15 @@ impl Builder {
 
     fn control(&self) -> Result<Control, SimError> {
         let store = Store::new(self.cfg.clone())?;
-        Ok(Control::new(
+        let mut control = Control::new(
             store,
             Faults::new(),
             Arc::new(RequestLog::new(self.cfg.request_log_capacity)),
-        ))
+        );
+        if let Some(cfg) = &self.cfg.agent_tls {
+            control.agent_tls = Some(Arc::new(AgentTls::new(cfg)?));
+        }
+        Ok(control)
     }
 
     /// Binds, starts serving and the background work.
@@ -195,11 +212,15 @@ impl Builder {
             .transpose()?;
         let grpc_addr = grpc_listener.as_ref().and_then(|l| l.local_addr().ok());
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let http_tls = control
+            .agent_tls()
+            .map_or_else(crate::state::agent_tls::plain, AgentTls::http_rx);
         let mut tasks = vec![tokio::spawn(server::run(
             listener,
             http::app::app(control.clone()),
             control.faults.subscribe(),
             shutdown_rx.clone(),
+            http_tls,
         ))];
         let mut control_addr = None;
         if let Some(l) = control_listener {
@@ -211,6 +232,7 @@ impl Builder {
                 http::app::control_app(control.clone()),
                 no_faults,
                 shutdown_rx.clone(),
+                crate::state::agent_tls::plain(),
             )));
         }
         if let Some(port) = grpc_addr.map(|a| a.port()) {
@@ -272,9 +294,14 @@ impl Listening {
         self.addr.to_string()
     }
 
-    /// `http://host:port`.
+    /// `http://host:port`, or `https://host:port` when the agent serves TLS.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.control.agent_tls().is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The separate control port, if one was asked for.

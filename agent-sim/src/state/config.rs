@@ -51,6 +51,8 @@ pub struct SimConfig {
     /// Roots and intermediates carry the `spiffe://<trust domain>` URI SAN (default); `false`:
     /// a CA that bends SPIFFE, as some external providers issue them (leaves keep their ID).
     pub ca_spiffe_san: bool,
+    /// The agent's own TLS on its HTTP and gRPC ports (`tls.https`, `tls.grpc`); `None`: plain.
+    pub agent_tls: Option<crate::state::agent_tls::AgentTlsConfig>,
     /// Upper bound of the random delay before blocked leaf queries see a new leaf after a CA
     /// rotation (Consul: 30 s).
     pub ca_change_jitter: Duration,
@@ -83,6 +85,7 @@ impl Default for SimConfig {
             ca_key_kind: crate::model::ca::KeyKind::Ec256,
             ca_intermediate: false,
             ca_spiffe_san: true,
+            agent_tls: None,
             ca_change_jitter: Duration::from_secs(30),
             blocking: BlockingConfig::default(),
             version: "1.22.0".into(),

@@ -27,6 +27,8 @@ pub struct Control {
     pub(crate) xds_log: Arc<crate::state::xds_log::XdsLog>,
     /// The bound gRPC (xDS) port, once it is served (what `/v1/agent/self` reports).
     pub(crate) grpc_port: Arc<std::sync::OnceLock<u16>>,
+    /// The agent's own TLS (HTTPS, gRPC over TLS), when configured.
+    pub(crate) agent_tls: Option<Arc<crate::state::agent_tls::AgentTls>>,
     restart: Arc<tokio::sync::Mutex<()>>,
     /// Serializes [`sync_servers`](Self::sync_servers).
     servers_sync: Arc<parking_lot::Mutex<()>>,
@@ -35,6 +37,7 @@ pub struct Control {
 impl Control {
     pub(crate) fn new(store: Arc<Store>, faults: Arc<Faults>, log: Arc<RequestLog>) -> Self {
         Self {
+            agent_tls: None,
             store,
             faults,
             log,
@@ -44,6 +47,12 @@ impl Control {
             servers_sync: Arc::default(),
             restart: Arc::default(),
         }
+    }
+
+    /// The agent's own TLS (its material, and the switch of the server certificate it
+    /// presents), when the agent serves HTTPS.
+    pub fn agent_tls(&self) -> Option<&crate::state::agent_tls::AgentTls> {
+        self.agent_tls.as_deref()
     }
 
     // === faults ===

@@ -21,14 +21,16 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 };
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::state::agent_tls::{TlsRx, plain};
 use crate::state::control::Control;
 use crate::state::faults::FaultSet;
+use crate::state::listener::BoxIo;
 use crate::state::xds_log::XdsEvent;
 pub(crate) use source::{Source, StoreSource};
 use stream::{SnapshotCache, StreamCtx};
@@ -49,7 +51,8 @@ pub(crate) async fn run(
         store: control.store.clone(),
         cfg: control.store.cfg.xds.clone(),
     });
-    serve(listener, control, source, faults, shutdown).await;
+    let tls = control.agent_tls().map_or_else(plain, |t| t.grpc_rx());
+    serve(listener, control, source, faults, shutdown, tls).await;
 }
 
 /// Serves delta ADS with resources from `source`.
@@ -59,6 +62,7 @@ pub(crate) async fn serve(
     source: Arc<dyn Source>,
     faults: watch::Receiver<Arc<FaultSet>>,
     shutdown: watch::Receiver<bool>,
+    tls: TlsRx,
 ) {
     let cache: Arc<SnapshotCache> = Arc::default();
     // The agent's proxy state dies with it: forget every snapshot when it goes down.
@@ -70,8 +74,8 @@ pub(crate) async fn serve(
         faults: faults.clone(),
     });
     let conn_faults = faults.clone();
-    crate::state::listener::accept_loop(listener, faults, shutdown, move |stream| {
-        serve_conn(stream, ads.clone(), conn_faults.clone())
+    crate::state::listener::accept_loop(listener, faults, shutdown, tls, move |stream, peer| {
+        serve_conn(stream, peer, ads.clone(), conn_faults.clone())
     })
     .await;
     forget.abort();
@@ -92,14 +96,19 @@ async fn forget_on_down(mut faults: watch::Receiver<Arc<FaultSet>>, cache: Arc<S
 #[derive(Debug, Clone, Copy)]
 struct Peer(SocketAddr);
 
-async fn serve_conn(stream: TcpStream, ads: Arc<Ads>, mut faults: watch::Receiver<Arc<FaultSet>>) {
+async fn serve_conn(
+    stream: BoxIo,
+    peer: SocketAddr,
+    ads: Arc<Ads>,
+    mut faults: watch::Receiver<Arc<FaultSet>>,
+) {
     // Hung: the connection is accepted and left unanswered until the fault ends.
     while faults.borrow_and_update().hung {
         if faults.changed().await.is_err() {
             break;
         }
     }
-    let peer = stream.peer_addr().ok();
+    let peer = Some(peer);
     let svc = AggregatedDiscoveryServiceServer::from_arc(ads);
     let svc = tower::ServiceExt::map_request(svc, move |mut req: http::Request<_>| {
         if let Some(p) = peer {

@@ -16,6 +16,7 @@ use clap::{Parser, ValueEnum};
 
 mod connect_envoy;
 mod scenario;
+mod tls;
 
 /// A wire-faithful simulated Consul agent (Connect endpoints) with fault injection.
 ///
@@ -81,6 +82,8 @@ struct Cli {
     /// external CA providers do (leaves still carry their SPIFFE ID).
     #[arg(long)]
     ca_without_spiffe_san: bool,
+    #[command(flatten)]
+    tls: tls::TlsArgs,
     /// Max random delay before blocked leaf queries see a leaf from a rotated CA.
     #[arg(long, default_value = "30s", value_parser = go_duration)]
     ca_change_jitter: Duration,
@@ -289,6 +292,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         ..SimConfig::default()
     };
     let mut cfg = cfg;
+    cli.tls.apply(&mut cfg);
     if let (Some(s), Some(token)) = (&scenario, &management_token) {
         scenario::configure(&mut cfg, s, token)?;
     }
@@ -309,7 +313,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         preload::apply(sim.control(), &path.display().to_string(), &text)?;
     }
-    println!("agent-sim listening on http://{}", sim.addr());
+    println!("agent-sim listening on {}", sim.url());
     if let Some(c) = sim.control_addr() {
         println!("control API on http://{c}/_sim/");
     }
@@ -323,7 +327,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(t) = &management_token {
         println!("management token {t}");
     }
-    println!("export CONSUL_HTTP_ADDR={}", sim.http_addr());
+    if sim.control().agent_tls().is_some() {
+        cli.tls.write(sim.control(), &sim.http_addr())?;
+    } else {
+        println!("export CONSUL_HTTP_ADDR={}", sim.http_addr());
+    }
     // Lives until the process ends orderly (the proxy may use its sockets after the timeline).
     let sockets = scenario::SocketDir::for_process();
     if let Some(s) = &scenario {

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use tokio::net::TcpStream;
+
 use super::tests::{PROXY, QUIET, ack_of, first, names, nv, open, set, start, wait_log};
 use super::*;
 use crate::xds::types::CLUSTER;

@@ -68,6 +68,7 @@ async fn streams_of_one_proxy_get_the_same_pushes_without_rebuilding_for_other_l
         Arc::new(source(&c)),
         c.faults.subscribe(),
         shutdown_rx,
+        plain(),
     ));
     let mut clients = Vec::new();
     let mut seen = Vec::new();

@@ -136,6 +136,7 @@ pub(super) async fn start(acl: bool) -> Harness {
         source.clone(),
         control.faults.subscribe(),
         shutdown_rx.clone(),
+        plain(),
     ));
     tokio::spawn(crate::state::background::fault_transitions(
         control.clone(),
