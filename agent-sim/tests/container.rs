@@ -71,6 +71,9 @@ async fn drive() -> Result<(), Failed> {
         .map_err(|e| format!("[{}] {e}", e.kind()))?;
     let id = sim.container().id().to_owned();
     let base = format!("http://{}", sim.http_addr());
+    // reqwest may be built with `rustls-no-provider` (the reference proxy's feature, unified in a
+    // workspace build): it then needs a process-wide provider, even for plain HTTP.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .build()

@@ -136,6 +136,9 @@ async fn unknown_proxy_waits_and_the_log_is_served() {
         tokio::time::timeout(QUIET, s.rx.message()).await.is_err(),
         "an unregistered proxy was answered"
     );
+    // reqwest may be built with `rustls-no-provider` (the reference proxy's feature, unified in a
+    // workspace build): it then needs a process-wide provider, even for plain HTTP.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     // ACLs are on: the control API wants the management token.
     let body: serde_json::Value = reqwest::Client::new()
         .get(format!("{}/_sim/xds-log", sim.url()))

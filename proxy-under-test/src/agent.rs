@@ -10,6 +10,7 @@ mod client;
 pub(crate) mod recovery;
 #[cfg(test)]
 mod tests;
+mod tls;
 pub mod types;
 mod watches;
 
@@ -23,6 +24,7 @@ use tokio::task::JoinHandle;
 use self::assemble::{ChainKey, HealthKey, State, all_targets, targets_for, upstream_specs};
 pub(crate) use self::client::seg;
 pub use self::client::{AgentClient, Blocking, REQUEST_TIMEOUT, http_timeout, normalize_addr};
+pub use self::tls::AgentTls;
 use self::types::{AgentService, CaRoots, CompiledChain, HealthEntry, LeafCert};
 use crate::authz::{DefaultPolicy, Intention, IntentionSet};
 use crate::metrics::Metrics;
@@ -51,8 +53,13 @@ pub enum AgentError {
     #[error("cannot decode agent response: {0}")]
     Decode(String),
     /// `CONSUL_HTTP_ADDR` uses a scheme this proxy does not speak.
-    #[error("unsupported agent address {0:?}: only plain http://host:port is supported")]
+    #[error(
+        "unsupported agent address {0:?}: only http://host:port and https://host:port are supported"
+    )]
     UnsupportedAddress(String),
+    /// The TLS settings for an `https://` agent are unusable (files, names).
+    #[error("agent TLS: {0}")]
+    Tls(String),
 }
 
 /// Watch timing (defaults follow Consul's guidance; tests shorten them).

@@ -7,6 +7,7 @@ use std::ffi::OsString;
 
 use clap::Parser;
 
+use crate::agent::AgentTls;
 use crate::agent::types::AgentService;
 
 mod entry;
@@ -95,6 +96,19 @@ pub struct Cli {
     /// File holding the ACL token (env CONSUL_HTTP_TOKEN_FILE).
     #[arg(long)]
     pub token_file: Option<String>,
+    /// CA file verifying an https:// agent (env CONSUL_CACERT).
+    #[arg(long)]
+    pub ca_file: Option<String>,
+    /// Client certificate for an agent with verify_incoming (env CONSUL_CLIENT_CERT).
+    #[arg(long)]
+    pub client_cert: Option<String>,
+    /// Its key (env CONSUL_CLIENT_KEY).
+    #[arg(long)]
+    pub client_key: Option<String>,
+    /// The name the agent's certificate must carry (env CONSUL_TLS_SERVER_NAME; default: the
+    /// address's host).
+    #[arg(long)]
+    pub tls_server_name: Option<String>,
     /// trace, debug, info, warn or error.
     #[arg(long, default_value = "info")]
     pub log_level: String,
@@ -112,6 +126,18 @@ pub struct Env {
     pub token: Option<String>,
     /// `CONSUL_HTTP_TOKEN_FILE`.
     pub token_file: Option<String>,
+    /// `CONSUL_CACERT`.
+    pub ca_file: Option<String>,
+    /// `CONSUL_CLIENT_CERT`.
+    pub client_cert: Option<String>,
+    /// `CONSUL_CLIENT_KEY`.
+    pub client_key: Option<String>,
+    /// `CONSUL_TLS_SERVER_NAME`.
+    pub tls_server_name: Option<String>,
+    /// `CONSUL_HTTP_SSL`: a scheme-less address means `https://`.
+    pub http_ssl: Option<String>,
+    /// `CONSUL_HTTP_SSL_VERIFY`: `false` skips verifying the agent's certificate.
+    pub http_ssl_verify: Option<String>,
     /// `CONNECT_PROXY_ID`.
     pub proxy_id: Option<String>,
     /// `CONNECT_SIDECAR_FOR`.
@@ -126,6 +152,12 @@ impl Env {
             http_addr: g("CONSUL_HTTP_ADDR"),
             token: g("CONSUL_HTTP_TOKEN"),
             token_file: g("CONSUL_HTTP_TOKEN_FILE"),
+            ca_file: g("CONSUL_CACERT"),
+            client_cert: g("CONSUL_CLIENT_CERT"),
+            client_key: g("CONSUL_CLIENT_KEY"),
+            tls_server_name: g("CONSUL_TLS_SERVER_NAME"),
+            http_ssl: g("CONSUL_HTTP_SSL"),
+            http_ssl_verify: g("CONSUL_HTTP_SSL_VERIFY"),
             proxy_id: g("CONNECT_PROXY_ID"),
             sidecar_for: g("CONNECT_SIDECAR_FOR"),
         }
@@ -150,6 +182,20 @@ pub struct Settings {
     pub token: Option<String>,
     /// Which registration.
     pub target: Target,
+    /// TLS to an `https://` agent.
+    pub tls: AgentTls,
+}
+
+/// Go's `strconv.ParseBool`, as Consul's API client reads `CONSUL_HTTP_SSL` and
+/// `CONSUL_HTTP_SSL_VERIFY`.
+fn go_bool(name: &str, value: &str) -> Result<bool, CliError> {
+    match value {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
+        _ => Err(CliError::Usage(format!(
+            "{name}: strconv.ParseBool: parsing {value:?}: invalid syntax"
+        ))),
+    }
 }
 
 /// Rewrites every single-dash long flag (`-proxy-id`, `-help`, and an unknown `-bogus` too) to
@@ -248,14 +294,36 @@ impl Cli {
                 ));
             }
         };
+        let mut http_addr = self
+            .http_addr
+            .clone()
+            .or_else(|| env.http_addr.clone())
+            .unwrap_or_else(|| "127.0.0.1:8500".into());
+        let ssl = match &env.http_ssl {
+            Some(v) => go_bool("CONSUL_HTTP_SSL", v)?,
+            None => false,
+        };
+        if ssl && !http_addr.contains("://") {
+            http_addr = format!("https://{http_addr}");
+        }
+        let verify = match &env.http_ssl_verify {
+            Some(v) => go_bool("CONSUL_HTTP_SSL_VERIFY", v)?,
+            None => true,
+        };
+        let pick =
+            |flag: &Option<String>, var: &Option<String>| flag.clone().or_else(|| var.clone());
+        let tls = AgentTls {
+            ca_file: pick(&self.ca_file, &env.ca_file).map(Into::into),
+            client_cert: pick(&self.client_cert, &env.client_cert).map(Into::into),
+            client_key: pick(&self.client_key, &env.client_key).map(Into::into),
+            server_name: pick(&self.tls_server_name, &env.tls_server_name),
+            skip_verify: !verify,
+        };
         Ok(Settings {
-            http_addr: self
-                .http_addr
-                .clone()
-                .or_else(|| env.http_addr.clone())
-                .unwrap_or_else(|| "127.0.0.1:8500".into()),
+            http_addr,
             token,
             target,
+            tls,
         })
     }
 }

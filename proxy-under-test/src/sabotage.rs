@@ -184,11 +184,14 @@ pub enum Sabotage {
     /// dropped as not a SPIFFE trust anchor (a proxy without the integration guide's opt-out for
     /// CA providers that bend SPIFFE; in such a cluster it can verify no peer).
     RequireCaSpiffeSan,
+    /// `skip-agent-tls-verify`: an `https://` agent's certificate is not verified (any CA, any
+    /// name), as with `CONSUL_HTTP_SSL_VERIFY=false`.
+    SkipAgentTlsVerify,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 53] = [
+    pub const ALL: [Self; 54] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -242,6 +245,7 @@ impl Sabotage {
         Self::StaleRoutes,
         Self::IgnoreLbPolicy,
         Self::RequireCaSpiffeSan,
+        Self::SkipAgentTlsVerify,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -300,6 +304,7 @@ impl Sabotage {
             Self::StaleRoutes => "stale-routes",
             Self::IgnoreLbPolicy => "ignore-lb-policy",
             Self::RequireCaSpiffeSan => "require-ca-spiffe-san",
+            Self::SkipAgentTlsVerify => "skip-agent-tls-verify",
         }
     }
 

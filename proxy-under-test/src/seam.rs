@@ -19,7 +19,7 @@ use rustls_pki_types::CertificateDer;
 use tokio::sync::watch;
 
 use crate::agent::types::AgentProxy;
-use crate::agent::{AgentClient, Timing};
+use crate::agent::{AgentClient, AgentTls, Timing};
 use crate::authz::{CompiledPermission, Decision, IntentionSet, RequestInfo, Rule};
 use crate::cli::Invocation;
 use crate::dataplane::SnapshotRx;
@@ -53,6 +53,12 @@ impl HookSet {
     #[inline]
     pub(crate) fn adjust(invocation: Invocation) -> Invocation {
         invocation
+    }
+
+    /// The TLS settings for the agent as the hooks use them: unchanged.
+    #[inline]
+    pub(crate) fn agent_tls(self, tls: AgentTls) -> AgentTls {
+        tls
     }
 }
 

@@ -87,6 +87,7 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "stale-routes",
     "ignore-lb-policy",
     "require-ca-spiffe-san",
+    "skip-agent-tls-verify",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

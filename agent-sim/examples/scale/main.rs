@@ -140,6 +140,9 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Results> {
 }
 
 async fn phases(args: &Args, t: &Target) -> anyhow::Result<Results> {
+    // reqwest may be built with `rustls-no-provider` (the reference proxy's feature, unified in a
+    // workspace build): it then needs a process-wide provider, even for plain HTTP.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(usize::MAX)
         .tcp_nodelay(true)

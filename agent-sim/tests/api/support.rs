@@ -99,6 +99,9 @@ pub(crate) struct Net {
 
 pub(crate) async fn net(b: Builder) -> Net {
     let sim = b.start().await.expect("sim starts");
+    // reqwest may be built with `rustls-no-provider` (the reference proxy's feature, unified in a
+    // workspace build): it then needs a process-wide provider, even for plain HTTP.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(30))
         .build()

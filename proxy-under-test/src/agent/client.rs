@@ -1,5 +1,6 @@
-//! HTTP client for the local agent: plain HTTP (reqwest, no TLS), `X-Consul-Token` on every
-//! request, blocking parameters, index/hash headers, and Consul-style error texts.
+//! HTTP client for the local agent: HTTP or HTTPS (reqwest over rustls, configured by
+//! [`AgentTls`]), `X-Consul-Token` on every request, blocking parameters, index/hash headers, and
+//! Consul-style error texts.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -7,9 +8,9 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 
-use super::AgentError;
 use super::recovery::AgentHealth;
 use super::types::{AgentService, CaRoots, ChainResponse, HealthEntry, LeafCert};
+use super::{AgentError, AgentTls};
 use crate::authz::{DefaultPolicy, Intention};
 use crate::seam::ClientHooks;
 
@@ -38,18 +39,18 @@ pub struct AgentClient {
     pub(crate) hooks: ClientHooks,
 }
 
-/// Normalizes `CONSUL_HTTP_ADDR` forms: `host:port`, `http://host:port[/prefix]`. HTTPS and unix
-/// sockets are not supported by this proxy (clear error).
+/// Normalizes `CONSUL_HTTP_ADDR` forms: `host:port`, `http://host:port[/prefix]`,
+/// `https://host:port[/prefix]`. Unix sockets are not supported by this proxy (clear error).
 pub fn normalize_addr(addr: &str) -> Result<String, AgentError> {
     let addr = addr.trim();
     if addr.is_empty() {
         return Ok("http://127.0.0.1:8500".to_owned());
     }
     let lower = addr.to_ascii_lowercase();
-    if lower.starts_with("https://") || lower.starts_with("unix://") {
+    if lower.starts_with("unix://") {
         return Err(AgentError::UnsupportedAddress(addr.to_owned()));
     }
-    let with_scheme = if lower.starts_with("http://") {
+    let with_scheme = if lower.starts_with("http://") || lower.starts_with("https://") {
         addr.to_owned()
     } else if addr.contains("://") {
         return Err(AgentError::UnsupportedAddress(addr.to_owned()));
@@ -78,15 +79,25 @@ pub fn http_timeout(wait: Duration) -> Duration {
 }
 
 impl AgentClient {
-    /// A client for `addr` (see [`normalize_addr`]) sending `token` when set.
+    /// A client for `addr` (see [`normalize_addr`]) sending `token` when set; plain HTTP
+    /// unless `addr` is `https://` (then with the default [`AgentTls`]: see [`Self::with_tls`]).
     pub fn new(addr: &str, token: Option<String>) -> Result<Self, AgentError> {
+        Self::with_tls(addr, token, &AgentTls::default())
+    }
+
+    /// A client for `addr` sending `token` when set, speaking TLS as `tls` says to an
+    /// `https://` agent.
+    pub fn with_tls(addr: &str, token: Option<String>, tls: &AgentTls) -> Result<Self, AgentError> {
+        let base = normalize_addr(addr)?;
+        let tls = tls.client_config(base.starts_with("https://"))?;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
+            .tls_backend_preconfigured(tls)
             .build()
             .map_err(|e| AgentError::Transport(e.to_string()))?;
         Ok(Self {
             http,
-            base: normalize_addr(addr)?,
+            base,
             token: token.filter(|t| !t.is_empty()),
             request_timeout: REQUEST_TIMEOUT,
             health: AgentHealth::default(),

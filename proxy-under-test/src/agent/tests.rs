@@ -188,9 +188,13 @@ async fn client_parses_wire_and_reports_errors_like_consul() {
     );
 
     assert!(matches!(
-        AgentClient::new("https://x:8501", None),
+        AgentClient::new("unix:///run/consul.sock", None),
         Err(AgentError::UnsupportedAddress(_))
     ));
+    // https without a CA: a clear error naming the fix.
+    let err = AgentClient::new("https://x:8501", None).unwrap_err();
+    assert!(matches!(err, AgentError::Tls(_)), "{err}");
+    assert!(err.to_string().contains("CONSUL_CACERT"), "{err}");
     assert_eq!(
         normalize_addr("127.0.0.1:8500/").unwrap(),
         "http://127.0.0.1:8500"

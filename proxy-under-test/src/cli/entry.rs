@@ -90,7 +90,8 @@ pub async fn run(
 ) -> Result<(), RunError> {
     let invocation = HookSet::adjust(invocation);
     let settings = invocation.cli.settings(env)?;
-    let client = AgentClient::new(&settings.http_addr, settings.token.clone())?
+    let tls = invocation.hooks.agent_tls(settings.tls.clone());
+    let client = AgentClient::with_tls(&settings.http_addr, settings.token.clone(), &tls)?
         .with_hooks(ClientHooks::new(invocation.hooks));
     let proxy_id = match settings.target {
         Target::ProxyId(id) => id,

@@ -166,3 +166,44 @@ fn sidecar_lookup_texts() {
         "More than one sidecar proxy registered for web.\n    Start proxy with -proxy-id and one of the following IDs: web-2, web-sidecar-proxy"
     );
 }
+
+#[test]
+fn agent_tls_from_flags_over_env() {
+    let env = Env::from_lookup(|k| match k {
+        "CONSUL_HTTP_ADDR" => Some("127.0.0.1:8501".into()),
+        "CONSUL_HTTP_SSL" => Some("true".into()),
+        "CONSUL_CACERT" => Some("/env/ca.pem".into()),
+        "CONSUL_CLIENT_CERT" => Some("/env/cert.pem".into()),
+        "CONSUL_CLIENT_KEY" => Some("/env/key.pem".into()),
+        "CONSUL_TLS_SERVER_NAME" => Some("server.dc1.consul".into()),
+        _ => None,
+    });
+    let s = parse(&["-proxy-id", "p", "-ca-file", "/flag/ca.pem"])
+        .unwrap()
+        .settings(&env)
+        .unwrap();
+    assert_eq!(s.http_addr, "https://127.0.0.1:8501");
+    assert_eq!(s.tls.ca_file.unwrap().to_str(), Some("/flag/ca.pem"));
+    assert_eq!(s.tls.client_cert.unwrap().to_str(), Some("/env/cert.pem"));
+    assert_eq!(s.tls.client_key.unwrap().to_str(), Some("/env/key.pem"));
+    assert_eq!(s.tls.server_name.as_deref(), Some("server.dc1.consul"));
+    assert!(!s.tls.skip_verify);
+    let insecure = Env {
+        http_ssl_verify: Some("false".into()),
+        ..env.clone()
+    };
+    let s = parse(&["-proxy-id", "p"])
+        .unwrap()
+        .settings(&insecure)
+        .unwrap();
+    assert!(s.tls.skip_verify);
+    let bad = Env {
+        http_ssl: Some("yes".into()),
+        ..env
+    };
+    let err = parse(&["-proxy-id", "p"])
+        .unwrap()
+        .settings(&bad)
+        .unwrap_err();
+    assert!(err.to_string().contains("CONSUL_HTTP_SSL"), "{err}");
+}

@@ -1,7 +1,9 @@
 //! The `--sabotage NAME` flag (repeatable, or comma-separated), added to the command line only in
-//! this build, and the sabotage applied to the command line itself (`ignore-token-file`).
+//! this build, and the sabotages applied to the command line itself (`ignore-token-file`,
+//! `skip-agent-tls-verify`).
 
 use super::{Sabotage, Sabotages};
+use crate::agent::AgentTls;
 use crate::cli::Invocation;
 
 impl Sabotages {
@@ -37,5 +39,14 @@ impl Sabotages {
             invocation.cli.token_file = None;
         }
         invocation
+    }
+
+    /// `skip-agent-tls-verify`: the agent's certificate is never verified, as with
+    /// `CONSUL_HTTP_SSL_VERIFY=false` (an impostor agent is believed).
+    pub(crate) fn agent_tls(self, mut tls: AgentTls) -> AgentTls {
+        if self.contains(Sabotage::SkipAgentTlsVerify) {
+            tls.skip_verify = true;
+        }
+        tls
     }
 }

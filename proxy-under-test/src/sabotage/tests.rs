@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 53] = [
+const CATALOGUE: [&str; 54] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -71,6 +71,7 @@ const CATALOGUE: [&str; 53] = [
     "stale-routes",
     "ignore-lb-policy",
     "require-ca-spiffe-san",
+    "skip-agent-tls-verify",
 ];
 
 #[test]
@@ -148,5 +149,16 @@ fn ignore_token_file_drops_only_the_flag() {
         with_token.cli.token.as_deref(),
         Some("t"),
         "-token still works"
+    );
+}
+
+#[test]
+fn skip_agent_tls_verify_turns_verification_off() {
+    let tls = crate::agent::AgentTls::default();
+    assert!(!Sabotages::NONE.agent_tls(tls.clone()).skip_verify);
+    assert!(
+        Sabotages::from(Sabotage::SkipAgentTlsVerify)
+            .agent_tls(tls)
+            .skip_verify
     );
 }
