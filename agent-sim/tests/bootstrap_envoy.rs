@@ -91,6 +91,7 @@ async fn envoy_opens_delta_ads_with_token_and_node_id() {
         grpc_addr,
         token: Some("tok-123".into()),
         admin_bind: "127.0.0.1:0".parse().expect("addr"),
+        agent_ca_pem: None,
     };
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("bootstrap.json");

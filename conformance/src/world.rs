@@ -38,14 +38,19 @@ use crate::template;
 
 /// Environment variables removed from the proxy's inherited environment, so the user's own
 /// Consul settings cannot leak into a run.
-const SCRUBBED_ENV: [&str; 9] = [
+const SCRUBBED_ENV: [&str; 14] = [
     "CONSUL_HTTP_TOKEN",
     "CONSUL_HTTP_TOKEN_FILE",
     "CONSUL_HTTP_SSL",
+    "CONSUL_HTTP_SSL_VERIFY",
     "CONSUL_HTTP_AUTH",
     "CONSUL_CACERT",
+    "CONSUL_CAPATH",
     "CONSUL_CLIENT_CERT",
     "CONSUL_CLIENT_KEY",
+    "CONSUL_TLS_SERVER_NAME",
+    "CONSUL_GRPC_ADDR",
+    "CONSUL_GRPC_CACERT",
     "CONNECT_PROXY_ID",
     "CONNECT_SIDECAR_FOR",
 ];
@@ -66,6 +71,9 @@ pub(crate) struct World {
     /// The scenario's seed (what `spread` checks derive their header values from).
     pub(crate) seed: u64,
     token_file: PathBuf,
+    /// The agent's TLS as the proxy is handed it (`CONSUL_CACERT` and friends), when it serves
+    /// HTTPS.
+    agent_tls: Option<Vec<(String, String)>>,
     dir: tempfile::TempDir,
 }
 
@@ -105,6 +113,12 @@ impl World {
                 .ca_intermediate(ca.intermediate)
                 .ca_spiffe_san(!ca.without_spiffe_san);
         }
+        if let Some(tls) = &setup.agent_tls {
+            let name = agent_sim::model::agent_tls::default_server_name(
+                &agent_sim::config::SimConfig::default().datacenter,
+            );
+            builder = builder.agent_tls(tls.verify_incoming, name);
+        }
         let jitter = setup.ca_change_jitter.as_deref().unwrap_or("0s");
         builder = builder.ca_change_jitter(go_duration("setup.ca_change_jitter", jitter)?);
         if manifest.is_xds() {
@@ -125,12 +139,17 @@ impl World {
         let token_file = dir.path().join("token");
         std::fs::write(&token_file, format!("{token}\n"))
             .map_err(|e| Error::io("write the token file", e))?;
+        let agent_tls = control
+            .agent_tls()
+            .map(|t| agent_tls_files(t.material(), dir.path()))
+            .transpose()?;
         let xds = if manifest.is_xds() {
             Some(xds::prepare(
                 &manifest.xds,
                 sim.grpc_addr(),
                 &token,
                 dir.path(),
+                control.agent_tls().map(|t| t.material().ca_pem.as_str()),
             )?)
         } else {
             None
@@ -204,6 +223,7 @@ impl World {
             xds,
             seed,
             token_file,
+            agent_tls,
             dir,
         })
     }
@@ -292,7 +312,7 @@ impl World {
         let vars = self.vars(&self.runnable_exe(exe)?);
         let mut argv = template::render(&manifest.command, &vars)?;
         manifest.resolve_program(&mut argv);
-        let mut env = vec![("CONSUL_HTTP_ADDR".to_owned(), self.sim.http_addr())];
+        let mut env = self.agent_env();
         match (self.delivery, &manifest.token_file_args) {
             (TokenDelivery::Env, _) => {
                 env.push(("CONSUL_HTTP_TOKEN".to_owned(), self.token.clone()));
@@ -313,6 +333,31 @@ impl World {
             env_remove: SCRUBBED_ENV.iter().map(|s| (*s).to_owned()).collect(),
             uid: self.pod.as_ref().map(Pod::uid),
         })
+    }
+
+    /// How a proxy finds the agent: `CONSUL_HTTP_ADDR` (`https://` when the agent serves TLS,
+    /// then with `CONSUL_CACERT`, `CONSUL_CLIENT_CERT`, `CONSUL_CLIENT_KEY`,
+    /// `CONSUL_TLS_SERVER_NAME`; and for an xDS proxy `CONSUL_GRPC_ADDR` and `CONSUL_GRPC_CACERT`,
+    /// as `consul connect envoy` reads them).
+    fn agent_env(&self) -> Vec<(String, String)> {
+        let Some(tls) = &self.agent_tls else {
+            return vec![("CONSUL_HTTP_ADDR".to_owned(), self.sim.http_addr())];
+        };
+        let mut env = vec![(
+            "CONSUL_HTTP_ADDR".to_owned(),
+            format!("https://{}", self.sim.http_addr()),
+        )];
+        env.extend(tls.iter().cloned());
+        if let Some(x) = &self.xds {
+            env.push((
+                "CONSUL_GRPC_ADDR".to_owned(),
+                format!("https://{}", x.grpc_addr),
+            ));
+            if let Some((_, ca)) = tls.iter().find(|(k, _)| k == "CONSUL_CACERT") {
+                env.push(("CONSUL_GRPC_CACERT".to_owned(), ca.clone()));
+            }
+        }
+        env
     }
 
     /// `exe` as the proxy can run it (a copy in the scenario directory when its UID cannot reach
@@ -349,10 +394,11 @@ impl World {
         }
         Ok(Some(ProxyCommand {
             argv,
-            env: vec![
-                ("CONSUL_HTTP_ADDR".to_owned(), self.sim.http_addr()),
-                ("CONSUL_HTTP_TOKEN".to_owned(), self.token.clone()),
-            ],
+            env: {
+                let mut env = self.agent_env();
+                env.push(("CONSUL_HTTP_TOKEN".to_owned(), self.token.clone()));
+                env
+            },
             env_remove: SCRUBBED_ENV.iter().map(|s| (*s).to_owned()).collect(),
             uid: None,
         }))
@@ -367,6 +413,32 @@ impl World {
         self.instances.insert(i);
         Ok(())
     }
+}
+
+/// Writes the agent's CA and the proxy's client certificate into the scenario directory and
+/// names them as `CONSUL_CACERT`, `CONSUL_CLIENT_CERT`, `CONSUL_CLIENT_KEY` (with
+/// `CONSUL_TLS_SERVER_NAME`).
+fn agent_tls_files(
+    m: &agent_sim::model::agent_tls::AgentTlsMaterial,
+    dir: &Path,
+) -> Result<Vec<(String, String)>, Error> {
+    let mut env = Vec::new();
+    for (var, file, pem) in [
+        ("CONSUL_CACERT", "agent-ca.pem", &m.ca_pem),
+        ("CONSUL_CLIENT_CERT", "agent-client.pem", &m.client.cert_pem),
+        (
+            "CONSUL_CLIENT_KEY",
+            "agent-client-key.pem",
+            &m.client.key_pem,
+        ),
+    ] {
+        let path = dir.join(file);
+        std::fs::write(&path, pem)
+            .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+        env.push((var.to_owned(), path.display().to_string()));
+    }
+    env.push(("CONSUL_TLS_SERVER_NAME".to_owned(), m.server_name.clone()));
+    Ok(env)
 }
 
 fn go_duration(field: &str, text: &str) -> Result<Duration, Error> {

@@ -155,6 +155,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/agent-restart-policy.toml"),
     ),
     (
+        "catalogue/extended/agent-tls.toml",
+        include_str!("../catalogue/extended/agent-tls.toml"),
+    ),
+    (
         "catalogue/extended/ca-without-spiffe-san.toml",
         include_str!("../catalogue/extended/ca-without-spiffe-san.toml"),
     ),

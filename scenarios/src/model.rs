@@ -18,8 +18,8 @@ mod step;
 pub use self::check::{Check, InboundVia, Outcome, RootRef, UpstreamVia};
 pub use self::route::{Answer, AppProtocol, BurstCheck, RequestCheck, SpreadCheck};
 pub use self::setup::{
-    CaSetup, Identity, InstanceSpec, IntentionSpec, Policy, Setup, TokenDelivery, TransparentSpec,
-    UpstreamSpec,
+    AgentCertCa, AgentTlsSetup, CaSetup, Identity, InstanceSpec, IntentionSpec, Policy, Setup,
+    TokenDelivery, TransparentSpec, UpstreamSpec,
 };
 pub use self::step::{ConnProtocol, Expectation, FaultSpec, Requirement, Step};
 

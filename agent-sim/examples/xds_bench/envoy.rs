@@ -67,6 +67,7 @@ async fn start_envoy(bin: &Path, grpc: SocketAddr) -> anyhow::Result<EnvoyProc> 
         grpc_addr: grpc,
         token: None,
         admin_bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+        agent_ca_pem: None,
     };
     let dir = tempfile::tempdir()?;
     let cfg = dir.path().join("bootstrap.json");

@@ -16,6 +16,7 @@ use std::time::Duration;
 use scenarios::{InstanceSpec, Policy, Setup, Step, Timeouts};
 use serde_json::{Value, json};
 
+use crate::state::agent_tls::ServerCert;
 use crate::state::control::Control;
 use crate::state::faults::FaultGuard;
 use crate::state::store::CheckUpdate;
@@ -186,6 +187,17 @@ impl Play {
                     Some(kind) => format!("rotate CA to {kind} ({how})"),
                     None => format!("rotate CA ({how})"),
                 }
+            }
+            Step::AgentServerCert { ca } => {
+                let tls = control.agent_tls().ok_or(PlayError::NoAgentTls)?;
+                let (which, label) = match ca {
+                    scenarios::AgentCertCa::Agent => (ServerCert::Agent, "the agent CA's"),
+                    scenarios::AgentCertCa::Untrusted => {
+                        (ServerCert::Untrusted, "an untrusted CA's")
+                    }
+                };
+                tls.present(which);
+                format!("agent presents {label} server certificate")
             }
             Step::RotateIntermediate => {
                 sim("rotate intermediate", control.rotate_intermediate())?;

@@ -41,6 +41,10 @@ pub struct BootstrapParams {
     pub token: Option<String>,
     /// Envoy's admin listener (`-admin-bind`, default 127.0.0.1:19000).
     pub admin_bind: SocketAddr,
+    /// The agent's gRPC port speaks TLS (`CONSUL_GRPC_ADDR=https://...`): the PEM of the CA to
+    /// verify it with (`-grpc-ca-file` / `CONSUL_GRPC_CACERT`), rendered inline into the
+    /// `local_agent` cluster's `UpstreamTlsContext` as Consul's template does (`AgentCAPEM`).
+    pub agent_ca_pem: Option<String>,
 }
 
 /// Renders the bootstrap JSON.
@@ -80,7 +84,7 @@ pub fn render(p: &BootstrapParams) -> Value {
             }]
         },
         "static_resources": {
-            "clusters": [local_agent_cluster(p.grpc_addr)]
+            "clusters": [local_agent_cluster(p.grpc_addr, p.agent_ca_pem.as_deref())]
         },
         "stats_config": stats_config(p, &namespace, &partition),
         "dynamic_resources": {
@@ -110,14 +114,32 @@ fn socket_address(addr: SocketAddr) -> Value {
     })
 }
 
-/// `local_agent`: STATIC, 1s connect timeout, explicit HTTP/2, one endpoint (no keepalive, as
-/// Consul).
-fn local_agent_cluster(grpc: SocketAddr) -> Value {
-    json!({
-        "name": LOCAL_AGENT_CLUSTER,
-        "ignore_health_on_host_removal": false,
-        "connect_timeout": "1s",
-        "type": "STATIC",
+/// `local_agent`: STATIC, 1s connect timeout, TLS to the agent when it has a CA (`{{- if
+/// .AgentTLS -}}` in Consul's template: an `UpstreamTlsContext` trusting `AgentCAPEM` inline, no
+/// SNI and no name match), explicit HTTP/2, one endpoint (no keepalive, as Consul).
+fn local_agent_cluster(grpc: SocketAddr, agent_ca_pem: Option<&str>) -> Value {
+    let mut cluster = Map::new();
+    cluster.insert("name".into(), json!(LOCAL_AGENT_CLUSTER));
+    cluster.insert("ignore_health_on_host_removal".into(), json!(false));
+    cluster.insert("connect_timeout".into(), json!("1s"));
+    cluster.insert("type".into(), json!("STATIC"));
+    if let Some(ca) = agent_ca_pem {
+        cluster.insert(
+            "transport_socket".into(),
+            json!({
+                "name": "tls",
+                "typed_config": {
+                    "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+                    "common_tls_context": {
+                        "validation_context": {
+                            "trusted_ca": {"inline_string": ca}
+                        }
+                    }
+                }
+            }),
+        );
+    }
+    let rest = json!({
         "typed_extension_protocol_options": {
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
                 "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
@@ -132,7 +154,11 @@ fn local_agent_cluster(grpc: SocketAddr) -> Value {
                 }]
             }]
         }
-    })
+    });
+    if let Value::Object(rest) = rest {
+        cluster.extend(rest);
+    }
+    Value::Object(cluster)
 }
 
 fn ads_config_source() -> Value {

@@ -28,7 +28,12 @@ pub(crate) const BOOTSTRAP_FILE: &str = "bootstrap.json";
 
 /// The bootstrap's parameters: the sidecar's ID, its destination service as the cluster, CE's
 /// default namespace and partition, the sim's (default) datacenter, the proxy's token.
-pub(crate) fn params(grpc_addr: SocketAddr, token: &str, admin: SocketAddr) -> BootstrapParams {
+pub(crate) fn params(
+    grpc_addr: SocketAddr,
+    token: &str,
+    admin: SocketAddr,
+    agent_ca_pem: Option<&str>,
+) -> BootstrapParams {
     BootstrapParams {
         proxy_id: play::PROXY_ID.to_owned(),
         cluster: play::SERVICE.to_owned(),
@@ -38,6 +43,7 @@ pub(crate) fn params(grpc_addr: SocketAddr, token: &str, admin: SocketAddr) -> B
         grpc_addr,
         token: Some(token.to_owned()),
         admin_bind: admin,
+        agent_ca_pem: agent_ca_pem.map(str::to_owned),
     }
 }
 
@@ -48,6 +54,7 @@ pub(crate) fn prepare(
     grpc_addr: Option<SocketAddr>,
     token: &str,
     dir: &Path,
+    agent_ca_pem: Option<&str>,
 ) -> Result<XdsWorld, Error> {
     let grpc_addr = grpc_addr
         .ok_or_else(|| Error::Xds("the simulated agent serves no gRPC (xDS) port".into()))?;
@@ -55,7 +62,7 @@ pub(crate) fn prepare(
     if admin.port() == 0 {
         admin.set_port(ports::free_port()?);
     }
-    let json = bootstrap::render(&params(grpc_addr, token, admin));
+    let json = bootstrap::render(&params(grpc_addr, token, admin, agent_ca_pem));
     if !json.is_object() {
         return Err(Error::Xds(format!(
             "the bootstrap renderer returned {json} instead of a JSON object"
@@ -81,7 +88,7 @@ mod tests {
     fn params_name_the_sidecar_and_its_token() {
         let grpc: SocketAddr = "127.0.0.1:8502".parse().unwrap();
         let admin: SocketAddr = "127.0.0.1:19000".parse().unwrap();
-        let p = params(grpc, "tok", admin);
+        let p = params(grpc, "tok", admin, None);
         assert_eq!(p.proxy_id, "db-sidecar-proxy");
         assert_eq!(p.cluster, "db");
         assert_eq!(p.token.as_deref(), Some("tok"));

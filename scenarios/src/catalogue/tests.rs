@@ -66,6 +66,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "agent-restart-policy",
             "acl-token-file",
             "ca-without-spiffe-san",
+            "agent-tls",
         ],
     ),
     (

@@ -57,6 +57,31 @@ pub struct Setup {
     /// The agent's CA at bootstrap (`[setup.ca]`): key kind and chain mode.
     #[serde(default)]
     pub ca: Option<CaSetup>,
+    /// The agent serves HTTPS (and gRPC over TLS) with a certificate of its own CA
+    /// (`[setup.agent_tls]`); the proxy gets `CONSUL_HTTP_ADDR=https://...`, `CONSUL_CACERT`,
+    /// `CONSUL_CLIENT_CERT`, `CONSUL_CLIENT_KEY` and `CONSUL_TLS_SERVER_NAME`.
+    #[serde(default)]
+    pub agent_tls: Option<AgentTlsSetup>,
+}
+
+/// `[setup.agent_tls]`: the agent's own TLS.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentTlsSetup {
+    /// `tls.https.verify_incoming`: the HTTPS port requires the client certificate the proxy is
+    /// handed.
+    #[serde(default)]
+    pub verify_incoming: bool,
+}
+
+/// Whose server certificate the agent presents (`agent-server-cert` step).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentCertCa {
+    /// The agent CA's (the proxy was told to trust it).
+    Agent,
+    /// An unrelated CA's: an impostor agent, which a correct proxy refuses to talk to.
+    Untrusted,
 }
 
 /// `[setup.ca]`: the CA the cluster bootstraps with.

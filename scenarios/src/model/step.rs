@@ -5,7 +5,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Answer, AppProtocol, Check, Identity, InstanceSpec, IntentionSpec, Policy, db, yes};
+use super::{
+    AgentCertCa, Answer, AppProtocol, Check, Identity, InstanceSpec, IntentionSpec, Policy, db, yes,
+};
 
 /// One step of the timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,6 +42,12 @@ pub enum Step {
     },
     /// Rotate the active root's intermediate alone (chain mode; the root stays).
     RotateIntermediate,
+    /// The agent presents the server certificate of `ca` from now on (needs `[setup.agent_tls]`);
+    /// open connections to the agent are cut.
+    AgentServerCert {
+        /// Whose certificate.
+        ca: AgentCertCa,
+    },
     /// Inject a fault until `clear-faults` (or for `for_` when given).
     Fault {
         /// Which.

@@ -16,9 +16,9 @@ use serde_json::{Map, Value};
 
 use crate::error::{FieldPath, Seg};
 use crate::model::{
-    Answer, AppProtocol, BurstCheck, Check, ConnProtocol, Expectation, FaultSpec, Generator,
-    Identity, InboundVia, InstanceSpec, IntentionSpec, Outcome, Policy, Profile, RequestCheck,
-    Requirement, RootRef, Scenario, Setup, SpreadCheck, Step, UpstreamVia,
+    AgentCertCa, Answer, AppProtocol, BurstCheck, Check, ConnProtocol, Expectation, FaultSpec,
+    Generator, Identity, InboundVia, InstanceSpec, IntentionSpec, Outcome, Policy, Profile,
+    RequestCheck, Requirement, RootRef, Scenario, Setup, SpreadCheck, Step, UpstreamVia,
 };
 
 /// Starts and ends the encoded inner path of an error message.
@@ -197,6 +197,9 @@ enum StepRepr {
         key_bits: Option<u32>,
     },
     RotateIntermediate {},
+    AgentServerCert {
+        ca: AgentCertCa,
+    },
     Fault {
         fault: FaultSpec,
         #[serde(default, rename = "for")]

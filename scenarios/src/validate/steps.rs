@@ -81,6 +81,11 @@ fn check_step<'a>(
             key_type, key_bits, ..
         } => super::check_key_kind(at, key_type.as_deref(), *key_bits),
         Step::RotateIntermediate | Step::ClearFaults => Ok(()),
+        Step::AgentServerCert { .. } if s.setup.agent_tls.is_none() => Err(FieldError::new(
+            at.key("ca"),
+            "needs [setup.agent_tls]: the agent serves no TLS to switch the certificate of",
+        )),
+        Step::AgentServerCert { .. } => Ok(()),
         Step::Fault { for_, .. } => {
             if let Some(d) = for_ {
                 go_duration(&at.key("for"), d)?;

@@ -31,6 +31,9 @@ pub enum PlayError {
     /// `key_type`/`key_bits` name a key kind the CA does not run.
     #[error("unsupported CA key {0}: ec 256/384 or rsa 2048/4096")]
     UnsupportedKey(String),
+    /// `agent-server-cert` on an agent that serves no TLS.
+    #[error("agent-server-cert: the agent serves no TLS (the setup has no agent_tls)")]
+    NoAgentTls,
 }
 
 impl PlayError {
@@ -43,6 +46,7 @@ impl PlayError {
             Self::UnknownUpstream(_) => "unknown_upstream",
             Self::BadDuration(_) => "bad_duration",
             Self::UnsupportedKey(_) => "unsupported_ca_key",
+            Self::NoAgentTls => "no_agent_tls",
         }
     }
 }

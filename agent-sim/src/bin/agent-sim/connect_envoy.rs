@@ -153,6 +153,7 @@ async fn bootstrap(f: &Flags) -> anyhow::Result<BootstrapParams> {
         grpc_addr,
         token: (!token.is_empty()).then_some(token),
         admin_bind: SocketAddr::new(admin_ip, admin_port),
+        agent_ca_pem: None,
     })
 }
 

@@ -68,6 +68,12 @@ pub(crate) fn configure(
             .resolve(ttl)
             .map_err(|e| anyhow!("leaf_ttl {ttl:?}: {e}"))?;
     }
+    if let Some(tls) = &setup.agent_tls {
+        cfg.agent_tls = Some(agent_sim::state::agent_tls::AgentTlsConfig {
+            verify_incoming: tls.verify_incoming,
+            server_name: agent_sim::model::agent_tls::default_server_name(&cfg.datacenter),
+        });
+    }
     if let Some(ca) = &setup.ca {
         cfg.ca_intermediate = ca.intermediate;
         cfg.ca_spiffe_san = !ca.without_spiffe_san;

@@ -22,6 +22,7 @@ fn golden_params() -> BootstrapParams {
         grpc_addr: addr("[::1]:8502"),
         token: Some("c9a52720-bf6c-4aa6-b8bc-66881a5ade95".into()),
         admin_bind: addr("[::1]:19000"),
+        agent_ca_pem: None,
     }
 }
 
@@ -63,6 +64,7 @@ fn identity_and_agent_address_come_from_the_params() {
         grpc_addr: addr("127.0.0.1:40123"),
         token: None,
         admin_bind: addr("127.0.0.1:19001"),
+        agent_ca_pem: None,
     };
     let v = render(&p);
     assert_eq!(v["node"]["id"], "web-sidecar-proxy");
@@ -106,6 +108,7 @@ fn envoy_accepts_it() {
                 datacenter: String::new(),
                 grpc_addr: addr("127.0.0.1:8502"),
                 admin_bind: addr("127.0.0.1:0"),
+                agent_ca_pem: None,
                 ..golden_params()
             },
         ),
@@ -126,4 +129,41 @@ fn envoy_accepts_it() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// With the agent's gRPC CA the `local_agent` cluster trusts it inline, right after `type`, as
+/// Consul's template places `{{- if .AgentTLS -}}`; without it there is no transport socket.
+#[test]
+fn agent_ca_renders_an_upstream_tls_context() {
+    let mut p = golden_params();
+    let plain = render(&p);
+    assert!(
+        plain["static_resources"]["clusters"][0]
+            .get("transport_socket")
+            .is_none()
+    );
+    p.agent_ca_pem = Some("-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n".into());
+    let v = render(&p);
+    let cluster = v["static_resources"]["clusters"][0].as_object().unwrap();
+    let keys: Vec<&str> = cluster.keys().map(String::as_str).collect();
+    assert_eq!(
+        &keys[..5],
+        [
+            "name",
+            "ignore_health_on_host_removal",
+            "connect_timeout",
+            "type",
+            "transport_socket"
+        ]
+    );
+    let ts = &cluster["transport_socket"];
+    assert_eq!(ts["name"], "tls");
+    assert_eq!(
+        ts["typed_config"]["@type"],
+        "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+    );
+    assert_eq!(
+        ts["typed_config"]["common_tls_context"]["validation_context"]["trusted_ca"]["inline_string"],
+        p.agent_ca_pem.as_deref().unwrap()
+    );
 }
