@@ -434,6 +434,12 @@ fn ca_setup_and_ca_steps() {
     good("[setup.ca]\nkey_bits = 384\n");
     good("[setup.ca]\nintermediate = true\nwithout_spiffe_san = true\n");
     good(
+        "[setup.agent_tls]\nverify_incoming = true\n\n[[steps]]\ndo = \"agent-server-cert\"\nca = \"untrusted\"\n",
+    );
+    let (f, m) = bad("[[steps]]\ndo = \"agent-server-cert\"\nca = \"agent\"\n");
+    assert_eq!(f, "steps[0].ca");
+    assert!(m.contains("[setup.agent_tls]"), "{m}");
+    good(
         "[[steps]]\ndo = \"rotate-ca\"\nkey_type = \"rsa\"\n\n[[steps]]\ndo = \"rotate-intermediate\"\n",
     );
     good(&expect_step(
