@@ -105,17 +105,17 @@ fn server_cert(
         ExtendedKeyUsagePurpose::ServerAuth,
         ExtendedKeyUsagePurpose::ClientAuth,
     ];
-    signed(p, issuer)
+    signed(&p, issuer)
 }
 
 fn client_cert(issuer: &Issuer<'_, KeyPair>, now: OffsetDateTime) -> Result<CertPair, CaError> {
     let mut p = base("proxy.client.consul", now);
     p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    signed(p, issuer)
+    signed(&p, issuer)
 }
 
-fn signed(p: CertificateParams, issuer: &Issuer<'_, KeyPair>) -> Result<CertPair, CaError> {
+fn signed(p: &CertificateParams, issuer: &Issuer<'_, KeyPair>) -> Result<CertPair, CaError> {
     let key = KeyPair::generate()?;
     let cert = p.signed_by(&key, issuer)?;
     Ok(CertPair {

@@ -126,10 +126,10 @@ pub(crate) fn plain() -> TlsRx {
 }
 
 fn cert(pem: &str) -> Result<CertificateDer<'static>, SimError> {
-    CertificateDer::from_pem_slice(pem.as_bytes()).map_err(|e| tls_error(e.to_string()))
+    CertificateDer::from_pem_slice(pem.as_bytes()).map_err(tls_error)
 }
 
-fn tls_error(message: String) -> SimError {
+fn tls_error(message: impl std::fmt::Display) -> SimError {
     SimError::Ca(crate::model::ca::CaError::Crypto(format!(
         "agent TLS: {message}"
     )))
@@ -143,25 +143,22 @@ fn server_config(
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| tls_error(e.to_string()))?;
+        .map_err(tls_error)?;
     let builder = match client_ca {
         Some(ca) => {
             let mut roots = rustls::RootCertStore::empty();
-            roots
-                .add(ca.clone())
-                .map_err(|e| tls_error(e.to_string()))?;
+            roots.add(ca.clone()).map_err(tls_error)?;
             let verifier = WebPkiClientVerifier::builder_with_provider(roots.into(), provider)
                 .build()
-                .map_err(|e| tls_error(e.to_string()))?;
+                .map_err(tls_error)?;
             builder.with_client_cert_verifier(verifier)
         }
         None => builder.with_no_client_auth(),
     };
-    let key = PrivateKeyDer::from_pem_slice(pair.key_pem.as_bytes())
-        .map_err(|e| tls_error(e.to_string()))?;
+    let key = PrivateKeyDer::from_pem_slice(pair.key_pem.as_bytes()).map_err(tls_error)?;
     let mut cfg = builder
         .with_single_cert(vec![cert(&pair.cert_pem)?], key)
-        .map_err(|e| tls_error(e.to_string()))?;
+        .map_err(tls_error)?;
     // HTTPS: no ALPN (HTTP/1.1 whatever the client offers); gRPC: h2.
     cfg.alpn_protocols = alpn.map(|a| a.as_bytes().to_vec()).into_iter().collect();
     Ok(Arc::new(cfg))

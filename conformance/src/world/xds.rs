@@ -98,7 +98,7 @@ mod tests {
     #[test]
     fn no_grpc_port_is_a_harness_error() {
         let dir = tempfile::tempdir().unwrap();
-        let err = prepare(&Xds::default(), None, "t", dir.path()).unwrap_err();
+        let err = prepare(&Xds::default(), None, "t", dir.path(), None).unwrap_err();
         assert_eq!(err.kind(), "xds_setup");
     }
 }
