@@ -25,6 +25,7 @@ use crate::cli::Invocation;
 use crate::dataplane::SnapshotRx;
 use crate::dataplane::l7::Body;
 use crate::dataplane::transparent::Route;
+use crate::knobs::Knobs;
 use crate::normalize::PathNormalization;
 use crate::route::limits::Outlier;
 use crate::route::{Lb, RouteTable};
@@ -131,6 +132,12 @@ impl Hooks {
     #[inline]
     pub(crate) fn root_usable(&self, _pem: &str) -> bool {
         true
+    }
+
+    /// The knobs the snapshot uses, read from `Proxy.Config`: `knobs`.
+    #[inline]
+    pub(crate) fn knobs(&self, knobs: Knobs) -> Knobs {
+        knobs
     }
 
     /// The local application the snapshot names: `app`.
