@@ -167,6 +167,14 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/discovery-chain-redirect.toml"),
     ),
     (
+        "catalogue/extended/inbound-connection-limit.toml",
+        include_str!("../catalogue/extended/inbound-connection-limit.toml"),
+    ),
+    (
+        "catalogue/extended/inbound-local-request-timeout.toml",
+        include_str!("../catalogue/extended/inbound-local-request-timeout.toml"),
+    ),
+    (
         "catalogue/transparent/hostname-endpoint.toml",
         include_str!("../catalogue/transparent/hostname-endpoint.toml"),
     ),

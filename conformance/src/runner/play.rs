@@ -33,7 +33,7 @@ pub(super) async fn play(
         let detail = format!("the run was cancelled {what}; its world was torn down");
         cancel::mark(result, sig, ms(started.elapsed()), &detail);
     };
-    let build = World::build(&scenario.setup, &cfg.manifest, &cfg.timeouts, seed, node);
+    let build = World::build(scenario, &cfg.manifest, &cfg.timeouts, seed, node);
     let mut world = match until_cancelled(interrupt, build).await {
         Ok(w) => w?,
         Err(sig) => {

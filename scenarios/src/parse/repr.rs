@@ -219,6 +219,9 @@ enum StepRepr {
         instance: String,
         answer: Answer,
     },
+    App {
+        answer: Answer,
+    },
     AddUpstream {
         name: String,
     },

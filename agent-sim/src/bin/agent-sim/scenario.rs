@@ -401,6 +401,7 @@ fn harness_step(step: &Step) -> String {
         }
         Step::Mark { name } => format!("mark {name}"),
         Step::Instance { instance, answer } => format!("instance {instance} answers {answer:?}"),
+        Step::App { answer } => format!("the local app answers {answer:?}"),
         Step::OpenUpstream { conn, upstream, .. } => {
             format!("open connection {conn} from the app to upstream {upstream}")
         }
