@@ -21,7 +21,7 @@ use agent_sim::config::IntentionDefault;
 use agent_sim::duration::GoDuration;
 use agent_sim::play::{self, Play, Ports};
 use agent_sim::{AgentSim, Control, Listening};
-use scenarios::{InstanceSpec, Policy, Scenario, Setup, Step, Timeouts, TokenDelivery};
+use scenarios::{InstanceSpec, Policy, Scenario, Step, Timeouts, TokenDelivery};
 
 #[cfg(test)]
 pub(crate) use self::apps::start as start_app;

@@ -221,7 +221,7 @@ trait Accept {
 }
 
 impl Accept for TcpListener {
-    type Stream = tokio::net::TcpStream;
+    type Stream = TcpStream;
     async fn next(&self) -> std::io::Result<Self::Stream> {
         self.accept().await.map(|(s, _)| s)
     }
