@@ -119,7 +119,13 @@ impl World {
         let control = sim.control().clone();
 
         let token = control
-            .create_token(play::PROXY_TOKEN_RULES, "proxy under test")?
+            .create_token(
+                setup
+                    .token_rules
+                    .as_deref()
+                    .unwrap_or(play::PROXY_TOKEN_RULES),
+                "proxy under test",
+            )?
             .secret_id;
         let dir = tempfile::Builder::new()
             .prefix("conformance-")

@@ -187,11 +187,14 @@ pub enum Sabotage {
     /// ignored: the local application is dialed for as long as the kernel tries (here: 10
     /// minutes) and its answers are awaited without limit.
     IgnoreLocalTimeouts,
+    /// `fail-open-on-403`: when the token may not read the destination's intentions (403), the
+    /// proxy allows every source (`* -> db` allow) instead of failing closed.
+    FailOpenOn403,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 54] = [
+    pub const ALL: [Self; 55] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -246,6 +249,7 @@ impl Sabotage {
         Self::IgnoreLbPolicy,
         Self::IgnoreInboundLimit,
         Self::IgnoreLocalTimeouts,
+        Self::FailOpenOn403,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -305,6 +309,7 @@ impl Sabotage {
             Self::IgnoreLbPolicy => "ignore-lb-policy",
             Self::IgnoreInboundLimit => "ignore-inbound-limit",
             Self::IgnoreLocalTimeouts => "ignore-local-timeouts",
+            Self::FailOpenOn403 => "fail-open-on-403",
         }
     }
 

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 
 use crate::agent::types::AgentProxy;
 use crate::agent::{AgentClient, Timing};
-use crate::authz::{CompiledPermission, Decision, IntentionSet, RequestInfo, Rule};
+use crate::authz::{CompiledPermission, Decision, Intention, IntentionSet, RequestInfo, Rule};
 use crate::cli::Invocation;
 use crate::dataplane::SnapshotRx;
 use crate::dataplane::l7::Body;
@@ -102,6 +102,13 @@ impl ClientHooks {
     #[inline]
     pub(crate) fn policy_follows_recoveries(&self) -> bool {
         true
+    }
+
+    /// What to use when the token may not read `service`'s intentions (403): nothing (the
+    /// error stands and the proxy fails closed).
+    #[inline]
+    pub(crate) fn intentions_forbidden(&self, _service: &str) -> Option<Vec<Intention>> {
+        None
     }
 }
 

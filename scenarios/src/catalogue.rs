@@ -175,6 +175,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/inbound-local-request-timeout.toml"),
     ),
     (
+        "catalogue/extended/token-without-intentions-read.toml",
+        include_str!("../catalogue/extended/token-without-intentions-read.toml"),
+    ),
+    (
         "catalogue/transparent/hostname-endpoint.toml",
         include_str!("../catalogue/transparent/hostname-endpoint.toml"),
     ),

@@ -67,6 +67,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "acl-token-file",
             "inbound-connection-limit",
             "inbound-local-request-timeout",
+            "token-without-intentions-read",
         ],
     ),
     (

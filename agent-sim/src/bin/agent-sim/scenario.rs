@@ -147,7 +147,8 @@ pub(crate) async fn play(
     for id in s.setup.instances.iter().map(|i| i.id.clone()).chain(added) {
         ports.instances.insert(id, free_port()?);
     }
-    let token = c.create_token(PROXY_TOKEN_RULES, "proxy under test")?;
+    let rules = s.setup.token_rules.as_deref().unwrap_or(PROXY_TOKEN_RULES);
+    let token = c.create_token(rules, "proxy under test")?;
     let timeouts = Timeouts::default();
     let mut player = Play::new(&s.setup, ports.clone(), BTreeMap::new(), timeouts.clone());
     player
