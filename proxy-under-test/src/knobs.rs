@@ -187,7 +187,10 @@ impl Knobs {
         if let Some(v) = ms("max_inbound_connections") {
             k.max_inbound_connections = (v > 0).then_some(v);
         }
-        match config.get("balance_inbound_connections").and_then(Value::as_str) {
+        match config
+            .get("balance_inbound_connections")
+            .and_then(Value::as_str)
+        {
             None | Some("") => {}
             Some("exact_balance") => k.exact_balance = true,
             Some(other) => {

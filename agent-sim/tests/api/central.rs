@@ -94,8 +94,10 @@ async fn central_upstream_config_reaches_agent_service_before_and_after_the_entr
 async fn service_defaults_inbound_limits_reach_the_sidecar_config_and_wake_its_watch() {
     let a = app(builder());
     a.control
-        .register(&json!({"Name": "db", "Port": 8080, "Connect": {"SidecarService": {
-            "Proxy": {"Config": {"local_request_timeout_ms": 900}}}}}))
+        .register(
+            &json!({"Name": "db", "Port": 8080, "Connect": {"SidecarService": {
+            "Proxy": {"Config": {"local_request_timeout_ms": 900}}}}}),
+        )
         .unwrap();
     let before = a.get("/v1/agent/service/db-sidecar-proxy").await;
     let hash = before.header("x-consul-contenthash").unwrap().to_owned();

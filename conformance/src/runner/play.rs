@@ -76,7 +76,10 @@ pub(super) async fn play(
     let mut ready_timeout = cfg.timeouts.get("ready").unwrap_or(Duration::from_secs(30));
     if scenario.setup.ready_optional {
         // A proxy that fails closed may never listen: wait no longer than a change takes.
-        let propagation = cfg.timeouts.get("propagation").unwrap_or(Duration::from_secs(5));
+        let propagation = cfg
+            .timeouts
+            .get("propagation")
+            .unwrap_or(Duration::from_secs(5));
         ready_timeout = ready_timeout.min(propagation);
     }
     let targets = world.ready_addrs();

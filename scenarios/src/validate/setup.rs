@@ -26,7 +26,11 @@ pub(super) fn check_setup(at: &FieldPath, setup: &Setup) -> Result<(), FieldErro
     if let Some(p) = &setup.protocol {
         one_of(&at.key("protocol"), p, PROTOCOLS)?;
     }
-    if setup.token_rules.as_deref().is_some_and(|r| r.trim().is_empty()) {
+    if setup
+        .token_rules
+        .as_deref()
+        .is_some_and(|r| r.trim().is_empty())
+    {
         return Err(FieldError::new(
             at.key("token_rules"),
             "empty: leave `token_rules` out for the harness's default rules",

@@ -44,7 +44,11 @@ pub(crate) fn single(name: &str, cluster: &str, timeout_ms: Option<u64>) -> Rout
 }
 
 fn millis(ms: u64) -> envoy_types::pb::google::protobuf::Duration {
-    clusters::duration_ns(i64::try_from(ms).unwrap_or(i64::MAX / 1_000_000).saturating_mul(1_000_000))
+    clusters::duration_ns(
+        i64::try_from(ms)
+            .unwrap_or(i64::MAX / 1_000_000)
+            .saturating_mul(1_000_000),
+    )
 }
 
 /// The RDS route of an HTTP upstream, named after it (`makeUpstreamRouteForDiscoveryChain`),

@@ -25,7 +25,15 @@ async fn connections_over_the_limit_are_closed_and_the_rest_keep_working() {
         max_inbound_connections: Some(2),
         ..Knobs::default()
     };
-    let (tx, dp) = start(snapshot(&ca, app, vec![], DefaultPolicy::ALLOW, knobs, vec![])).await;
+    let (tx, dp) = start(snapshot(
+        &ca,
+        app,
+        vec![],
+        DefaultPolicy::ALLOW,
+        knobs,
+        vec![],
+    ))
+    .await;
     let addr = dp.inbound_addr();
     let cfg = || client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
     let mut held = Vec::new();
@@ -42,7 +50,10 @@ async fn connections_over_the_limit_are_closed_and_the_rest_keep_working() {
     }
     // A raised limit applies to the next connection.
     update(&tx, |s| s.knobs.max_inbound_connections = Some(3));
-    assert_eq!(probe(addr, cfg(), b"raised").await.as_deref(), Ok(&b"raised"[..]));
+    assert_eq!(
+        probe(addr, cfg(), b"raised").await.as_deref(),
+        Ok(&b"raised"[..])
+    );
     // A closed connection frees its place.
     update(&tx, |s| s.knobs.max_inbound_connections = Some(2));
     assert!(probe(addr, cfg(), b"over").await.is_err());
@@ -88,7 +99,14 @@ async fn a_late_answer_gets_envoys_504_and_the_connection_serves_the_next_reques
         local_request_timeout: Some(Duration::from_millis(300)),
         ..Knobs::default()
     };
-    let snap = snapshot(&ca, slow_app().await, vec![], DefaultPolicy::ALLOW, knobs, vec![]);
+    let snap = snapshot(
+        &ca,
+        slow_app().await,
+        vec![],
+        DefaultPolicy::ALLOW,
+        knobs,
+        vec![],
+    );
     let (_tx, dp) = start(snap).await;
     let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
     let tls = connect(dp.inbound_addr(), cfg).await.unwrap();
@@ -109,8 +127,15 @@ async fn a_late_answer_gets_envoys_504_and_the_connection_serves_the_next_reques
     };
     let started = tokio::time::Instant::now();
     let (s, b) = get("/slow").await;
-    assert_eq!((s, b.as_str()), (StatusCode::GATEWAY_TIMEOUT, "upstream request timeout"));
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert_eq!(
+        (s, b.as_str()),
+        (StatusCode::GATEWAY_TIMEOUT, "upstream request timeout")
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     let (s, b) = get("/fast").await;
     assert_eq!((s, b.as_str()), (StatusCode::OK, "app:/fast"));
 }

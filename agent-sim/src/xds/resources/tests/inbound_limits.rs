@@ -32,7 +32,7 @@ fn l4_limit_sits_between_rbac_and_tcp_proxy_with_exact_balance_and_connect_timeo
     c.upsert_config_entry(&json!({"Kind": "service-defaults", "Name": "web",
         "MaxInboundConnections": 222, "LocalConnectTimeoutMs": 250,
         "BalanceInboundConnections": "exact_balance"}))
-    .expect("entry");
+        .expect("entry");
     let r = build(&c, TlsMode::Inline).resources;
     let l = public(&r);
     assert_eq!(
@@ -46,7 +46,10 @@ fn l4_limit_sits_between_rbac_and_tcp_proxy_with_exact_balance_and_connect_timeo
     let limit: ConnectionLimit = decode(typed(&l.filter_chains[0].filters[1]));
     assert_eq!(limit.stat_prefix, "inbound_connection_limit");
     assert_eq!(limit.max_connections.map(|m| m.value), Some(222));
-    assert!(limit.delay.is_none(), "closed at once, as Consul renders it");
+    assert!(
+        limit.delay.is_none(),
+        "closed at once, as Consul renders it"
+    );
     let balance = l.connection_balance_config.expect("balance config");
     assert!(matches!(
         balance.balance_type,
@@ -66,9 +69,11 @@ fn l4_limit_sits_between_rbac_and_tcp_proxy_with_exact_balance_and_connect_timeo
 #[test]
 fn http_limit_precedes_the_connection_manager_and_the_route_gets_the_request_timeout() {
     let c = sim();
-    c.upsert_config_entry(&json!({"Kind": "service-defaults", "Name": "web", "Protocol": "http",
+    c.upsert_config_entry(
+        &json!({"Kind": "service-defaults", "Name": "web", "Protocol": "http",
         "MaxInboundConnections": 3, "LocalRequestTimeoutMs": 1500,
-        "BalanceInboundConnections": "exact_balance"}))
+        "BalanceInboundConnections": "exact_balance"}),
+    )
     .expect("entry");
     let r = build(&c, TlsMode::Sds).resources;
     let l = public(&r);
@@ -101,11 +106,14 @@ fn without_limits_nothing_is_added_and_a_bad_balance_value_is_ignored() {
     let c = sim();
     c.upsert_config_entry(&json!({"Kind": "proxy-defaults", "Name": "global",
         "Config": {"balance_inbound_connections": "round_robin"}}))
-    .expect("entry");
+        .expect("entry");
     let l = public(&build(&c, TlsMode::Inline).resources);
     assert_eq!(
         names(&l),
-        ["envoy.filters.network.rbac", "envoy.filters.network.tcp_proxy"]
+        [
+            "envoy.filters.network.rbac",
+            "envoy.filters.network.tcp_proxy"
+        ]
     );
     assert!(l.connection_balance_config.is_none());
 }
