@@ -155,6 +155,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/agent-restart-policy.toml"),
     ),
     (
+        "catalogue/extended/authorize-cert-serial.toml",
+        include_str!("../catalogue/extended/authorize-cert-serial.toml"),
+    ),
+    (
         "catalogue/extended/config-change.toml",
         include_str!("../catalogue/extended/config-change.toml"),
     ),

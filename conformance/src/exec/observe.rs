@@ -220,6 +220,20 @@ impl Exec<'_> {
                 let log = self.world.control().request_log();
                 usage::index_reset_honoured(&log, self.last_mark.log_seq)
             }
+            Check::AuthorizeSerial => {
+                let calls = self.world.control().authorize_calls();
+                let without = calls
+                    .iter()
+                    .filter(|c| c.client_cert_serial.is_empty())
+                    .count();
+                let text = match (calls.len(), without) {
+                    (0, _) => "no authorize calls (the proxy decides from its cached intentions)"
+                        .to_owned(),
+                    (n, 0) => format!("{n} authorize call(s), each with a ClientCertSerial"),
+                    (n, k) => format!("{n} authorize call(s), {k} without a ClientCertSerial"),
+                };
+                Observation::new(without == 0, text)
+            }
         }
     }
 

@@ -68,6 +68,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "inbound-connection-limit",
             "inbound-local-request-timeout",
             "token-without-intentions-read",
+            "authorize-cert-serial",
         ],
     ),
     (

@@ -361,6 +361,7 @@ enum CheckRepr {
     Spread(SpreadCheck),
     Burst(BurstCheck),
     IndexResetHonoured {},
+    AuthorizeSerial {},
 }
 
 #[derive(Deserialize)]

@@ -376,6 +376,9 @@ fn describe(check: &Check) -> String {
         Check::IndexResetHonoured => {
             "resets its blocking index after the index went backwards".into()
         }
+        Check::AuthorizeSerial => {
+            "sends ClientCertSerial with every authorize call it makes".into()
+        }
         Check::Request(c) => format!(
             "routes {} through upstream {} as the discovery chain says (status {})",
             c.path, c.upstream, c.status

@@ -348,7 +348,7 @@ fn connection_limit(max: u64) -> Filter {
 
 /// `injectConnectionBalanceConfig`: `exact_balance` only.
 fn balance(kind: &str) -> Option<ConnectionBalanceConfig> {
-    (kind == "exact_balance").then(|| ConnectionBalanceConfig {
+    (kind == "exact_balance").then_some(ConnectionBalanceConfig {
         balance_type: Some(BalanceType::ExactBalance(ExactBalance {})),
     })
 }
