@@ -98,11 +98,16 @@ pub(crate) async fn envoy_resumptions(d: &Deployed) -> anyhow::Result<(u64, u64,
 
 async fn admin_get(addr: SocketAddr, path: &str) -> anyhow::Result<String> {
     let mut s = TcpStream::connect(addr).await?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n").as_bytes())
-        .await?;
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await?;
     let mut out = String::new();
     s.read_to_string(&mut out).await?;
-    Ok(out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or(out))
+    Ok(out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or(out))
 }
 
 /// `n` router changes for `d`'s `api`: each flips `/probe` to the other subset and times, from
@@ -131,7 +136,10 @@ pub(crate) async fn router_changes(
                 Err(_) => conn = l7::connect(addr, Proto::H1).await?,
             }
             if t0.elapsed() > Duration::from_secs(15) {
-                bail!("{}: /probe still not on {target} 15 s after the router change", d.kind.label);
+                bail!(
+                    "{}: /probe still not on {target} 15 s after the router change",
+                    d.kind.label
+                );
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }

@@ -37,7 +37,9 @@ pub(crate) async fn throughput(addr: SocketAddr, dur: Duration) -> anyhow::Resul
     }
     s.shutdown().await?;
     let mut count = [0u8; 8];
-    s.read_exact(&mut count).await.context("sink's byte count")?;
+    s.read_exact(&mut count)
+        .await
+        .context("sink's byte count")?;
     let secs = start.elapsed().as_secs_f64();
     let got = u64::from_be_bytes(count);
     if got != sent {

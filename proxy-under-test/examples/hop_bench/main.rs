@@ -87,7 +87,13 @@ fn ref_bin(args: &Args) -> anyhow::Result<PathBuf> {
     if let Ok(cargo) = std::env::var("CARGO") {
         let release = dir.file_name().is_some_and(|n| n == "release");
         let mut cmd = std::process::Command::new(cargo);
-        cmd.args(["build", "-p", "proxy-under-test", "--bin", "proxy-under-test"]);
+        cmd.args([
+            "build",
+            "-p",
+            "proxy-under-test",
+            "--bin",
+            "proxy-under-test",
+        ]);
         if release {
             cmd.arg("--release");
         }
@@ -137,9 +143,10 @@ fn kinds(args: &Args) -> anyhow::Result<Vec<Kind>> {
             driver: Driver::Ref { bin, env },
         });
     }
-    let envoy = args.envoy.clone().unwrap_or_else(|| {
-        workspace().join(".tools/envoy-1.40.0/envoy/_bin/envoy")
-    });
+    let envoy = args
+        .envoy
+        .clone()
+        .unwrap_or_else(|| workspace().join(".tools/envoy-1.40.0/envoy/_bin/envoy"));
     if envoy.is_file() {
         v.push(Kind {
             label: "Envoy".into(),

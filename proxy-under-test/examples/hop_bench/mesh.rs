@@ -76,14 +76,18 @@ fn sidecar(
     meta: &serde_json::Value,
 ) -> anyhow::Result<Sidecar> {
     let public = free_addr()?;
-    c.register(&json!({"Name": service, "ID": id, "Address": "127.0.0.1", "Port": app_port,
-        "Meta": meta}))?;
+    c.register(
+        &json!({"Name": service, "ID": id, "Address": "127.0.0.1", "Port": app_port,
+        "Meta": meta}),
+    )?;
     let proxy_id = format!("{id}-sidecar-proxy");
-    c.register(&json!({"Kind": "connect-proxy", "Name": format!("{service}-sidecar-proxy"),
+    c.register(
+        &json!({"Kind": "connect-proxy", "Name": format!("{service}-sidecar-proxy"),
         "ID": proxy_id, "Address": "127.0.0.1", "Port": public.port(), "Meta": meta,
         "Proxy": {"DestinationServiceName": service, "DestinationServiceID": id,
             "LocalServiceAddress": "127.0.0.1", "LocalServicePort": app_port,
-            "Config": {"bind_address": "127.0.0.1"}}}))?;
+            "Config": {"bind_address": "127.0.0.1"}}}),
+    )?;
     Ok(Sidecar {
         proxy_id,
         service: service.to_owned(),
@@ -94,7 +98,12 @@ fn sidecar(
 /// Registers kind `key`'s services, sidecars, config entries and intention.
 pub(crate) fn register(c: &Control, key: &str, apps: AppPorts) -> anyhow::Result<KindMesh> {
     let name = |d: &str| format!("{d}-{key}");
-    for (d, protocol) in [("h1", "http"), ("h2", "http2"), ("grpc", "grpc"), ("api", "http")] {
+    for (d, protocol) in [
+        ("h1", "http"),
+        ("h2", "http2"),
+        ("grpc", "grpc"),
+        ("api", "http"),
+    ] {
         c.upsert_config_entry(
             &json!({"Kind": "service-defaults", "Name": name(d), "Protocol": protocol}),
         )?;
@@ -110,7 +119,10 @@ pub(crate) fn register(c: &Control, key: &str, apps: AppPorts) -> anyhow::Result
 
     let none = json!({});
     let mut servers = BTreeMap::new();
-    servers.insert("tcp", sidecar(c, &name("tcp"), &name("tcp"), apps.tcp, &none)?);
+    servers.insert(
+        "tcp",
+        sidecar(c, &name("tcp"), &name("tcp"), apps.tcp, &none)?,
+    );
     for d in ["h1", "h2", "grpc"] {
         servers.insert(d, sidecar(c, &name(d), &name(d), apps.http, &none)?);
     }
@@ -124,18 +136,22 @@ pub(crate) fn register(c: &Control, key: &str, apps: AppPorts) -> anyhow::Result
     for d in DESTS {
         let at = free_addr()?;
         entry.insert(d, at);
-        upstreams.push(json!({"DestinationName": name(d), "LocalBindAddress": "127.0.0.1",
-            "LocalBindPort": at.port()}));
+        upstreams.push(
+            json!({"DestinationName": name(d), "LocalBindAddress": "127.0.0.1",
+            "LocalBindPort": at.port()}),
+        );
     }
     let client = name("client");
     c.register(&json!({"Name": client, "ID": client, "Address": "127.0.0.1", "Port": 9}))?;
     let public = free_addr()?;
     let proxy_id = format!("{client}-sidecar-proxy");
-    c.register(&json!({"Kind": "connect-proxy", "Name": proxy_id, "ID": proxy_id,
+    c.register(
+        &json!({"Kind": "connect-proxy", "Name": proxy_id, "ID": proxy_id,
         "Address": "127.0.0.1", "Port": public.port(),
         "Proxy": {"DestinationServiceName": client, "DestinationServiceID": client,
             "LocalServiceAddress": "127.0.0.1", "LocalServicePort": 9,
-            "Config": {"bind_address": "127.0.0.1"}, "Upstreams": upstreams}}))?;
+            "Config": {"bind_address": "127.0.0.1"}, "Upstreams": upstreams}}),
+    )?;
     c.put_intention(&client, "*", &json!({"Action": "allow"}))?;
     Ok(KindMesh {
         client: Sidecar {

@@ -30,7 +30,9 @@ impl Proc {
         } else {
             cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
         }
-        let child = cmd.spawn().with_context(|| format!("cannot start {name}"))?;
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {name}"))?;
         let pid = child.id().context("child exited at once")?;
         Ok(Self {
             name: name.to_owned(),

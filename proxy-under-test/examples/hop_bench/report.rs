@@ -19,9 +19,12 @@ async fn start_apps() -> anyhow::Result<(procs::Proc, AppPorts)> {
     let mut p = procs::Proc::spawn("apps", cmd, None)?;
     let out = p.stdout().context("apps stdout")?;
     let mut line = String::new();
-    tokio::time::timeout(Duration::from_secs(10), BufReader::new(out).read_line(&mut line))
-        .await
-        .context("the apps did not start")??;
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        BufReader::new(out).read_line(&mut line),
+    )
+    .await
+    .context("the apps did not start")??;
     Ok((p, serde_json::from_str(&line).context("apps' port line")?))
 }
 
@@ -38,9 +41,17 @@ fn envoy_version(kinds: &[Kind]) -> Option<String> {
 
 pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
     let (rounds_n, phase, changes) = if args.quick {
-        (args.rounds.unwrap_or(3), args.phase_ms.unwrap_or(500), args.changes.unwrap_or(4))
+        (
+            args.rounds.unwrap_or(3),
+            args.phase_ms.unwrap_or(500),
+            args.changes.unwrap_or(4),
+        )
     } else {
-        (args.rounds.unwrap_or(5), args.phase_ms.unwrap_or(1500), args.changes.unwrap_or(8))
+        (
+            args.rounds.unwrap_or(5),
+            args.phase_ms.unwrap_or(1500),
+            args.changes.unwrap_or(8),
+        )
     };
     let load_start = procs::load_average();
     let t_start = Instant::now();
@@ -92,7 +103,13 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
             .map(procs::Proc::peak_rss_mib)
             .collect();
         let max = all.iter().copied().fold(0.0, f64::max);
-        sheet.add("peak RSS per process (max of the 7), MiB", None, 1, i + 1, max);
+        sheet.add(
+            "peak RSS per process (max of the 7), MiB",
+            None,
+            1,
+            i + 1,
+            max,
+        );
         let pair = d.a.peak_rss_mib() + d.b["tcp"].peak_rss_mib();
         sheet.add("peak RSS A + B(tcp), MiB", None, 1, i + 1, pair);
     }
@@ -115,7 +132,10 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
         t_start.elapsed().as_secs_f64()
     );
     if let Some(v) = envoy_version(&kinds) {
-        println!("- Envoy: `{v}`, `--concurrency {}`, configured by agent-sim's xDS", args.envoy_concurrency);
+        println!(
+            "- Envoy: `{v}`, `--concurrency {}`, configured by agent-sim's xDS",
+            args.envoy_concurrency
+        );
     }
     for k in &kinds {
         if let Driver::Ref { bin, env } = &k.driver {
@@ -126,7 +146,10 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
         "- {rounds_n} interleaved rounds, {phase} ms per phase and path; medians over rounds; \
          ratios are medians of same-round ratios\n"
     );
-    let base = deployed.iter().position(Deployed::is_envoy_kind).map(|i| i + 1);
+    let base = deployed
+        .iter()
+        .position(Deployed::is_envoy_kind)
+        .map(|i| i + 1);
     let compared: Vec<usize> = (1..paths.len()).filter(|i| Some(*i) != base).collect();
     println!("{}", sheet.markdown(&compared, base));
     println!("TLS on B's public listener, a client offering resumption:");
@@ -139,11 +162,15 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
              TLS 1.2); A and B counted {reused} resumed sessions"
         );
     }
-    println!("\nAnswers on the router+splitter path (`/bench` falls through to the 50/50 splitter):");
+    println!(
+        "\nAnswers on the router+splitter path (`/bench` falls through to the 50/50 splitter):"
+    );
     for ((i, inst), n) in &splits {
         println!("- {}: {inst}: {n}", paths[*i].label);
     }
-    println!("\n| router change (service-router write) → first request on the new route | p50 ms | max ms | changes |");
+    println!(
+        "\n| router change (service-router write) → first request on the new route | p50 ms | max ms | changes |"
+    );
     println!("|---|---:|---:|---:|");
     for (label, t) in &change_rows {
         let ms: Vec<f64> = t.iter().map(|d| d.as_secs_f64() * 1e3).collect();

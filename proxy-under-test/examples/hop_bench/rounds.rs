@@ -46,7 +46,13 @@ fn l7_phases() -> Vec<L7Phase> {
         ("HTTP/1.1 keep-alive", "h1", Proto::H1, "/bench", hop),
         ("HTTP/2", "h2", Proto::H2, "/bench", hop),
         ("gRPC unary", "grpc", Proto::Grpc, "/", hop),
-        ("router+splitter HTTP/1.1", "api", Proto::H1, "/bench", routed),
+        (
+            "router+splitter HTTP/1.1",
+            "api",
+            Proto::H1,
+            "/bench",
+            routed,
+        ),
         ("router+splitter HTTP/2", "api", Proto::H2, "/bench", routed),
     ] {
         let one = if proto == Proto::H1 { 1 } else { H2_STREAMS };
@@ -100,8 +106,20 @@ pub(crate) async fn run(
             let mut rt = l4::round_trips(p.entry["tcp"], dur)
                 .await
                 .with_context(|| format!("{}: round trips", p.label))?;
-            sheet.add("L4 64 B round trip p50, µs", Some(Target::AtMost(0.9)), 1, i, percentile(&mut rt, 0.5));
-            sheet.add("L4 64 B round trip p99, µs", Some(Target::AtMost(1.0)), 1, i, percentile(&mut rt, 0.99));
+            sheet.add(
+                "L4 64 B round trip p50, µs",
+                Some(Target::AtMost(0.9)),
+                1,
+                i,
+                percentile(&mut rt, 0.5),
+            );
+            sheet.add(
+                "L4 64 B round trip p99, µs",
+                Some(Target::AtMost(1.0)),
+                1,
+                i,
+                percentile(&mut rt, 0.99),
+            );
         }
         for &i in order.iter().filter(|_| on("L4 new connections")) {
             let p = &paths[i];
@@ -111,13 +129,22 @@ pub(crate) async fn run(
                 .with_context(|| format!("{}: new connections", p.label))?;
             let cpu = p.cpu("tcp") - cpu0;
             sheet.add(
-                &format!("L4 new connections/s ({} clients, connect + 64 B echo)", l4::CONNECTORS),
+                &format!(
+                    "L4 new connections/s ({} clients, connect + 64 B echo)",
+                    l4::CONNECTORS
+                ),
                 Some(Target::AtLeast(1.5)),
                 0,
                 i,
                 count as f64 / secs,
             );
-            sheet.add("L4 pair CPU-s per 1k connections", None, 2, i, cpu / (count as f64 / 1e3));
+            sheet.add(
+                "L4 pair CPU-s per 1k connections",
+                None,
+                2,
+                i,
+                cpu / (count as f64 / 1e3),
+            );
         }
         for ph in l7_phases().into_iter().filter(|ph| on(ph.name)) {
             for &i in &order {
@@ -128,14 +155,31 @@ pub(crate) async fn run(
     Ok(())
 }
 
-async fn l4_throughput(p: &Path<'_>, i: usize, dur: Duration, sheet: &mut Sheet) -> anyhow::Result<()> {
+async fn l4_throughput(
+    p: &Path<'_>,
+    i: usize,
+    dur: Duration,
+    sheet: &mut Sheet,
+) -> anyhow::Result<()> {
     let cpu0 = p.cpu("tcp");
     let (bytes, secs) = l4::throughput(p.entry["tcp"], dur)
         .await
         .with_context(|| format!("{}: throughput", p.label))?;
     let cpu = p.cpu("tcp") - cpu0;
-    sheet.add("L4 one-stream throughput, MB/s", Some(Target::AtLeast(1.3)), 0, i, bytes as f64 / secs / 1e6);
-    sheet.add("L4 pair CPU-s per GB", Some(Target::AtMost(0.8)), 2, i, cpu / (bytes as f64 / 1e9));
+    sheet.add(
+        "L4 one-stream throughput, MB/s",
+        Some(Target::AtLeast(1.3)),
+        0,
+        i,
+        bytes as f64 / secs / 1e6,
+    );
+    sheet.add(
+        "L4 pair CPU-s per GB",
+        Some(Target::AtMost(0.8)),
+        2,
+        i,
+        cpu / (bytes as f64 / 1e9),
+    );
     Ok(())
 }
 
@@ -153,17 +197,42 @@ async fn l7_phase(
         format!("{} conns", ph.conns)
     };
     let cpu0 = p.cpu(ph.dest);
-    let mut o = l7::load(p.entry[ph.dest], ph.proto, ph.conns, ph.per_conn, ph.path, dur)
-        .await
-        .with_context(|| format!("{}: {} {shape}", p.label, ph.name))?;
+    let mut o = l7::load(
+        p.entry[ph.dest],
+        ph.proto,
+        ph.conns,
+        ph.per_conn,
+        ph.path,
+        dur,
+    )
+    .await
+    .with_context(|| format!("{}: {} {shape}", p.label, ph.name))?;
     let cpu = p.cpu(ph.dest) - cpu0;
     let ok = o.latencies.len() as f64;
     let name = format!("{} ({shape})", ph.name);
     let [rps, p50, p99] = ph.targets;
     sheet.add(&format!("{name} req/s"), rps, 0, i, ok / o.secs);
-    sheet.add(&format!("{name} p50, µs"), p50, 0, i, percentile(&mut o.latencies, 0.5));
-    sheet.add(&format!("{name} p99, µs"), p99, 0, i, percentile(&mut o.latencies, 0.99));
-    sheet.add(&format!("{name} pair CPU-µs per request"), None, 1, i, cpu / ok * 1e6);
+    sheet.add(
+        &format!("{name} p50, µs"),
+        p50,
+        0,
+        i,
+        percentile(&mut o.latencies, 0.5),
+    );
+    sheet.add(
+        &format!("{name} p99, µs"),
+        p99,
+        0,
+        i,
+        percentile(&mut o.latencies, 0.99),
+    );
+    sheet.add(
+        &format!("{name} pair CPU-µs per request"),
+        None,
+        1,
+        i,
+        cpu / ok * 1e6,
+    );
     if o.failed > 0 {
         eprintln!("{}: {name}: {} failed requests", p.label, o.failed);
         *splits.entry((i, "failed".into())).or_default() += o.failed;

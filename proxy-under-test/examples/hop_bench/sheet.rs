@@ -69,7 +69,9 @@ fn fmt(v: f64, decimals: usize) -> String {
     }
     let s = format!("{v:.decimals$}");
     // Thousands separators for the integer part.
-    let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
+    let (int, frac) = s
+        .split_once('.')
+        .map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
     let (sign, digits) = int.strip_prefix('-').map_or(("", int), |d| ("-", d));
     let mut out = String::new();
     for (i, ch) in digits.chars().enumerate() {
