@@ -92,7 +92,7 @@ fn start_one(
         Driver::Ref { bin, env } => {
             let mut c = Command::new(bin);
             c.args(["-proxy-id", &sidecar.proxy_id, "-http-addr"])
-                .arg(sim.http_addr().to_string())
+                .arg(sim.http_addr())
                 .envs(env.iter().map(|(k, v)| (k, v)));
             c
         }
