@@ -6,12 +6,14 @@
 //! - [`durations`]: the table of recorded scenario durations (`durations.toml`, `--durations`);
 //! - [`shard`]: `--shard K/N`, a stable partition of the plan balanced by those durations;
 //! - [`order`]: the order scenarios start in (longest first);
-//! - [`Tamper`]: the self-test's deliberately broken environments.
+//! - [`Tamper`]: the self-test's deliberately broken environments; [`catch`]: its judgement
+//!   of a trial (the named checks failed against a proxy that became ready).
 //!
 //! The runner (`crate::runner`) is handed a plan and executes it; this module depends on no
 //! part of the execution (`runner`, `world`, `exec`, `proxy`), which `tests/layers.rs` holds.
 
 pub mod catalogue;
+pub mod catch;
 pub mod durations;
 pub mod order;
 pub mod shard;

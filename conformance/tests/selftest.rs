@@ -1,6 +1,10 @@
 //! The harness's self-test: every scenario, run against the reference proxy with each
 //! deliberately broken behaviour it lists in `catches` (`reference-proxy --sabotage NAME`),
-//! must end `fail`: no check is vacuous.
+//! must end `fail`, and fail the way the entry says: the proxy became ready, the harness did
+//! not fail, and the checks the entry names failed (`conformance::plan::catch::judge`; any
+//! check of the timeline for a bare name). A crash at start-up, a readiness timeout or a
+//! harness error is reported as what it is, never as a catch. A caught trial prints the checks
+//! that caught it.
 //!
 //! A trial *fails* when this build's reference proxy does not accept `--sabotage NAME` (the
 //! `sabotage` feature of proxy-under-test is on for this crate's tests, so that means the name is
@@ -14,9 +18,10 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
 use conformance::Tamper;
+use conformance::plan::catch::judge;
 use libtest_mimic::{Arguments, Failed, Trial};
 use reports::Verdict;
-use scenarios::Scenario;
+use scenarios::{Catch, Scenario};
 
 /// Whether the bundled reference proxy knows `--sabotage NAME`.
 fn sabotage_available(name: &str) -> bool {
@@ -35,36 +40,29 @@ fn main() {
     let mut available = BTreeMap::new();
     let mut trials = Vec::new();
     for s in support::scenarios() {
-        for name in s.catches.clone() {
+        for catch in s.catches.clone() {
+            let name = catch.sabotage.clone();
             if let Ok(tamper) = name.parse::<Tamper>() {
-                trials.push(tamper_trial(&s, tamper));
+                trials.push(tamper_trial(&s, tamper, catch));
                 continue;
             }
             let ok = *available
                 .entry(name.clone())
                 .or_insert_with(|| sabotage_available(&name));
             let scenario = s.clone();
-            let sabotage = name.clone();
             trials.push(
                 Trial::test(format!("{}::{name}", s.id), move || {
                     if !ok {
                         return Err(Failed::from(format!(
-                            "the reference proxy does not know --sabotage {sabotage}"
+                            "the reference proxy does not know --sabotage {name}"
                         )));
                     }
-                    let cfg = support::config(&format!("--sabotage {sabotage}"));
+                    let cfg = support::config(&format!("--sabotage {name}"));
                     if let Some(why) = support::unsupported_here(&scenario) {
                         return Err(Failed::from(why));
                     }
                     let (result, verdict) = support::run(&cfg, &scenario);
-                    if verdict == Verdict::Fail {
-                        Ok(())
-                    } else {
-                        Err(Failed::from(format!(
-                            "expected verdict fail against --sabotage {sabotage}\n{}",
-                            support::explain(&result, verdict)
-                        )))
-                    }
+                    verdict_is_the_catch(&scenario, &catch, &result, verdict, "--sabotage")
                 })
                 .with_kind("sabotage"),
             );
@@ -74,7 +72,7 @@ fn main() {
 }
 
 /// The correct reference proxy in a deliberately broken environment must fail too.
-fn tamper_trial(s: &Scenario, tamper: Tamper) -> Trial {
+fn tamper_trial(s: &Scenario, tamper: Tamper, catch: Catch) -> Trial {
     let scenario = s.clone();
     Trial::test(format!("{}::{tamper}", s.id), move || {
         if let Some(why) = support::unsupported_here(&scenario) {
@@ -83,15 +81,40 @@ fn tamper_trial(s: &Scenario, tamper: Tamper) -> Trial {
         let mut cfg = support::config("");
         cfg.tamper = Some(tamper);
         let (result, verdict) = support::run(&cfg, &scenario);
-        if verdict == Verdict::Fail {
-            Ok(())
-        } else {
-            Err(Failed::from(format!(
-                "expected verdict fail with the environment tampered ({tamper})\n{}",
-                support::explain(&result, verdict)
-            )))
-        }
+        verdict_is_the_catch(&scenario, &catch, &result, verdict, "the environment tampered:")
     })
     .with_kind("tamper")
     .with_ignored_flag(support::skip_here(s))
+}
+
+/// A trial passes when the scenario failed the way `catch` says (and prints the checks that
+/// caught it); otherwise it fails saying what happened instead.
+fn verdict_is_the_catch(
+    s: &Scenario,
+    catch: &Catch,
+    result: &reports::ScenarioResult,
+    verdict: Verdict,
+    against: &str,
+) -> Result<(), Failed> {
+    let judged = judge(result, catch);
+    match (&judged, verdict) {
+        (Ok(by), Verdict::Fail) => {
+            println!(
+                "caught: {}::{} by {}",
+                s.id,
+                catch.sabotage,
+                scenarios::catch_quoted(by)
+            );
+            Ok(())
+        }
+        _ => Err(Failed::from(format!(
+            "expected {catch} to be caught against {against} {}: {}\n{}",
+            catch.sabotage,
+            match judged {
+                Ok(_) => format!("the scenario ended {verdict}, not fail"),
+                Err(miss) => miss.to_string(),
+            },
+            support::explain(result, verdict)
+        ))),
+    }
 }
