@@ -4,7 +4,8 @@
 //! not fail, and the checks the entry names failed (`conformance::plan::catch::judge`; any
 //! check of the timeline for a bare name). A crash at start-up, a readiness timeout or a
 //! harness error is reported as what it is, never as a catch. A caught trial prints the checks
-//! that caught it.
+//! that caught it. `CONFORMANCE_SELFTEST_REPEAT=N` plays every trial N times and requires each
+//! attempt to be caught the same way (the soak of the self-test: no trial caught by accident).
 //!
 //! A trial *fails* when this build's reference proxy does not accept `--sabotage NAME` (the
 //! `sabotage` feature of proxy-under-test is on for this crate's tests, so that means the name is
@@ -34,8 +35,19 @@ fn sabotage_available(name: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// How many times each trial is played (`CONFORMANCE_SELFTEST_REPEAT`, default 1).
+fn repeat() -> u32 {
+    match std::env::var("CONFORMANCE_SELFTEST_REPEAT") {
+        Ok(v) => v.parse().ok().filter(|n| *n >= 1).unwrap_or_else(|| {
+            panic!("CONFORMANCE_SELFTEST_REPEAT={v:?}: expected a whole number of at least 1")
+        }),
+        Err(_) => 1,
+    }
+}
+
 fn main() {
     let mut args = Arguments::from_args();
+    let repeat = repeat();
     support::default_threads(&mut args);
     let mut available = BTreeMap::new();
     let mut trials = Vec::new();
@@ -43,7 +55,7 @@ fn main() {
         for catch in s.catches.clone() {
             let name = catch.sabotage.clone();
             if let Ok(tamper) = name.parse::<Tamper>() {
-                trials.push(tamper_trial(&s, tamper, catch));
+                trials.push(tamper_trial(&s, tamper, catch, repeat));
                 continue;
             }
             let ok = *available
@@ -61,8 +73,12 @@ fn main() {
                     if let Some(why) = support::unsupported_here(&scenario) {
                         return Err(Failed::from(why));
                     }
-                    let (result, verdict) = support::run(&cfg, &scenario);
-                    verdict_is_the_catch(&scenario, &catch, &result, verdict, "--sabotage")
+                    for attempt in 1..=repeat {
+                        let (result, verdict) = support::run(&cfg, &scenario);
+                        verdict_is_the_catch(&scenario, &catch, &result, verdict, "--sabotage")
+                            .map_err(|e| attempt_of(e, attempt, repeat))?;
+                    }
+                    Ok(())
                 })
                 .with_kind("sabotage"),
             );
@@ -72,7 +88,7 @@ fn main() {
 }
 
 /// The correct reference proxy in a deliberately broken environment must fail too.
-fn tamper_trial(s: &Scenario, tamper: Tamper, catch: Catch) -> Trial {
+fn tamper_trial(s: &Scenario, tamper: Tamper, catch: Catch, repeat: u32) -> Trial {
     let scenario = s.clone();
     Trial::test(format!("{}::{tamper}", s.id), move || {
         if let Some(why) = support::unsupported_here(&scenario) {
@@ -80,11 +96,26 @@ fn tamper_trial(s: &Scenario, tamper: Tamper, catch: Catch) -> Trial {
         }
         let mut cfg = support::config("");
         cfg.tamper = Some(tamper);
-        let (result, verdict) = support::run(&cfg, &scenario);
-        verdict_is_the_catch(&scenario, &catch, &result, verdict, "the environment tampered:")
+        for attempt in 1..=repeat {
+            let (result, verdict) = support::run(&cfg, &scenario);
+            verdict_is_the_catch(&scenario, &catch, &result, verdict, "the environment tampered:")
+                .map_err(|e| attempt_of(e, attempt, repeat))?;
+        }
+        Ok(())
     })
     .with_kind("tamper")
     .with_ignored_flag(support::skip_here(s))
+}
+
+/// Names the attempt that was not caught, when there are several.
+fn attempt_of(e: Failed, attempt: u32, repeat: u32) -> Failed {
+    if repeat == 1 {
+        return e;
+    }
+    Failed::from(format!(
+        "attempt {attempt} of {repeat}: {}",
+        e.message().unwrap_or_default()
+    ))
 }
 
 /// A trial passes when the scenario failed the way `catch` says (and prints the checks that
