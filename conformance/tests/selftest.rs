@@ -80,7 +80,8 @@ fn main() {
                     }
                     Ok(())
                 })
-                .with_kind("sabotage"),
+                .with_kind("sabotage")
+                .with_ignored_flag(support::skip_here(&s)),
             );
         }
     }
