@@ -14,13 +14,13 @@ http_port, grpc_port = sys.argv[1], sys.argv[2]
 
 # snippet:start
 from testcontainers.core.container import DockerContainer
-from testcontainers.core.waiting_utils import wait_for_logs
+from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
 sim = (DockerContainer("agent-sim:latest")
        .with_kwargs(network_mode="host")
-       .with_command(f"--listen 127.0.0.1:{http_port} --grpc-listen 127.0.0.1:{grpc_port}"))
+       .with_command(f"--listen 127.0.0.1:{http_port} --grpc-listen 127.0.0.1:{grpc_port}")
+       .waiting_for(LogMessageWaitStrategy("export CONSUL_HTTP_ADDR=")))
 with sim:
-    wait_for_logs(sim, "export CONSUL_HTTP_ADDR=", timeout=30)
     consul_http_addr = f"127.0.0.1:{http_port}"
 # snippet:end
     # Still inside `with`: the simulated agent answers Consul's HTTP API.

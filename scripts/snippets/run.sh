@@ -4,14 +4,16 @@
 # the agent-sim:latest image through each with host networking on free ports, and checks the
 # simulated agent answers and is gone afterwards. Needs a Docker daemon and the image
 # (scripts/build-images.sh agent-sim). Ryuk (testcontainers' reaper) is off: it is an image
-# from a registry this machine cannot reach; each snippet removes its own container.
+# from a registry this machine cannot reach; each snippet removes its own container. About a
+# minute, mostly the installs.
 #
 #   scripts/snippets/run.sh
 #   SNIPPETS_DIR=/tmp/sn scripts/snippets/run.sh     # reuse an install dir
 set -euo pipefail
 
 PY_TESTCONTAINERS_VERSION=4.15.0
-NPM_TESTCONTAINERS_VERSION=12.2.0
+# 10.x: 11 and later bring undici 7, which needs a newer Node than Debian's (zlib zstd).
+NPM_TESTCONTAINERS_VERSION=10.28.0
 
 here="$(cd "$(dirname "$0")" && pwd)"
 if [[ -n "${SNIPPETS_DIR:-}" ]]; then
@@ -33,7 +35,7 @@ if [[ ! -x "$work/venv/bin/python" ]]; then
   python3 -m venv "$work/venv"
 fi
 "$work/venv/bin/pip" install -q "testcontainers==$PY_TESTCONTAINERS_VERSION"
-if [[ ! -d "$work/node_modules/testcontainers" ]]; then
+if [[ "$(cat "$work/node_modules/testcontainers/package.json" 2>/dev/null | "$work/venv/bin/python" -c "import json,sys; print(json.load(sys.stdin)[\"version\"])" 2>/dev/null)" != "$NPM_TESTCONTAINERS_VERSION" ]]; then
   (cd "$work" && npm init -y >/dev/null \
     && npm install --silent --no-audit --no-fund "testcontainers@$NPM_TESTCONTAINERS_VERSION" >/dev/null)
 fi
@@ -59,6 +61,9 @@ PY
 }
 
 export TESTCONTAINERS_RYUK_DISABLED=true
+# The daemon here has no bridge network, where testcontainers-node looks for the Docker host's
+# gateway; with host networking the host is loopback.
+export TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1
 passed=0 failed=0
 # shellcheck disable=SC2046
 if "$work/venv/bin/python" "$here/agent_sim_python.py" $(free_ports); then
