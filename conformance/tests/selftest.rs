@@ -85,7 +85,53 @@ fn main() {
             );
         }
     }
+    trials.extend(grading_trials());
     libtest_mimic::run(&args, trials).exit();
+}
+
+/// Honest grading, end to end: a proxy that declares no bound is held to the scenario's own
+/// cap and never graded `non-strict` (a bound nobody declared): the correct proxy passes
+/// `persistent-connection`, and one that never re-checks open connections fails it.
+fn grading_trials() -> Vec<Trial> {
+    let scenario = support::scenarios()
+        .into_iter()
+        .find(|s| s.id == "persistent-connection")
+        .expect("persistent-connection is in the catalogue");
+    let mut trials = Vec::new();
+    for (name, extra, want) in [
+        ("grading::no-declared-bounds::correct", "", Verdict::Pass),
+        (
+            "grading::no-declared-bounds::never-recheck-open",
+            "--sabotage never-recheck-open",
+            Verdict::Fail,
+        ),
+    ] {
+        let s = scenario.clone();
+        trials.push(
+            Trial::test(name, move || {
+                let mut cfg = support::config(extra);
+                cfg.manifest.bounds = conformance::Bounds::default();
+                let (result, verdict) = support::run(&cfg, &s);
+                let non_strict: Vec<&str> = result
+                    .checks
+                    .iter()
+                    .filter(|c| c.verdict == Verdict::NonStrict)
+                    .map(|c| c.name.as_str())
+                    .collect();
+                if verdict == want && non_strict.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Failed::from(format!(
+                        "with no declared bound: expected {want} and no non-strict check, got \
+                         {verdict} (non-strict: {non_strict:?})\n{}",
+                        support::explain(&result, verdict)
+                    )))
+                }
+            })
+            .with_kind("grading"),
+        );
+    }
+    trials
 }
 
 /// The correct reference proxy in a deliberately broken environment must fail too.
