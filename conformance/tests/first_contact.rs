@@ -305,5 +305,13 @@ fn fail_fast_starts_nothing_after_the_first_failure() {
     let why = format!("not started: --fail-fast stopped the run after {} failed", failed[0]);
     for s in skipped {
         assert!(s.timeline.iter().any(|t| t.label == why), "{}: {:?}", s.id, s.timeline);
+        // The console and report.md say why, not "asked to skip".
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(&format!("skipped {}: {why}", s.id)),
+            "{}",
+            text(&out)
+        );
     }
+    let md = std::fs::read_to_string(tmp.path().join("conformance-report/report.md")).unwrap();
+    assert!(md.contains(&why) && !md.contains("asked to skip"), "{md}");
 }

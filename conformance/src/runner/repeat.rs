@@ -136,7 +136,10 @@ fn not_started_fail_fast(mut r: ScenarioResult, after: &str) -> ScenarioResult {
     r.timeline.push(reports::TimelineEvent::new(
         0,
         reports::EventKind::Step,
-        format!("not started: --fail-fast stopped the run after {after} failed"),
+        format!(
+            "{}--fail-fast stopped the run after {after} failed",
+            reports::NOT_STARTED_LABEL
+        ),
     ));
     r
 }
