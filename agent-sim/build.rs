@@ -24,7 +24,10 @@ fn main() {
     }
     let found = match std::env::var_os("ENVOY_BIN") {
         Some(p) if PathBuf::from(&p).is_file() => Ok(()),
-        Some(p) => Err(format!("ENVOY_BIN={} is not a file", PathBuf::from(p).display())),
+        Some(p) => Err(format!(
+            "ENVOY_BIN={} is not a file",
+            PathBuf::from(p).display()
+        )),
         None if tools.join("envoy-1.40.0/envoy/_bin/envoy").is_file() => Ok(()),
         None => Err("no Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN".to_owned()),
     };

@@ -207,7 +207,11 @@ fn main() {
                 let mut cfg = RunConfig::new(m, PathBuf::from(env!("CARGO_BIN_EXE_conformance")));
                 // A generated scenario is graded over several seeds (its worst grade): one seed
                 // would pin the grade to whichever cases that seed happens to draw.
-                let seeds: &[u64] = if s.generate.is_some() { &GENERATED_SEEDS } else { &[0x5eed] };
+                let seeds: &[u64] = if s.generate.is_some() {
+                    &GENERATED_SEEDS
+                } else {
+                    &[0x5eed]
+                };
                 let mut worst = None;
                 for &seed in seeds {
                     cfg.seed = seed;

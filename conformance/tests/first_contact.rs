@@ -302,9 +302,17 @@ fn fail_fast_starts_nothing_after_the_first_failure() {
         .filter(|s| s.verdict == reports::Verdict::Skipped)
         .collect();
     assert_eq!(skipped.len(), 2, "{verdicts:?}");
-    let why = format!("not started: --fail-fast stopped the run after {} failed", failed[0]);
+    let why = format!(
+        "not started: --fail-fast stopped the run after {} failed",
+        failed[0]
+    );
     for s in skipped {
-        assert!(s.timeline.iter().any(|t| t.label == why), "{}: {:?}", s.id, s.timeline);
+        assert!(
+            s.timeline.iter().any(|t| t.label == why),
+            "{}: {:?}",
+            s.id,
+            s.timeline
+        );
         // The console and report.md say why, not "asked to skip".
         assert!(
             String::from_utf8_lossy(&out.stdout).contains(&format!("skipped {}: {why}", s.id)),

@@ -145,8 +145,14 @@ fn tamper_trial(s: &Scenario, tamper: Tamper, catch: Catch, repeat: u32) -> Tria
         cfg.tamper = Some(tamper);
         for attempt in 1..=repeat {
             let (result, verdict) = support::run(&cfg, &scenario);
-            verdict_is_the_catch(&scenario, &catch, &result, verdict, "the environment tampered:")
-                .map_err(|e| attempt_of(e, attempt, repeat))?;
+            verdict_is_the_catch(
+                &scenario,
+                &catch,
+                &result,
+                verdict,
+                "the environment tampered:",
+            )
+            .map_err(|e| attempt_of(e, attempt, repeat))?;
         }
         Ok(())
     })

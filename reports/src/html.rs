@@ -197,11 +197,19 @@ fn is_relative_link(s: &str) -> bool {
     !s.is_empty() && !s.split('/').next().unwrap_or("").contains(':')
 }
 
-/// A Consul documentation URL's last path segment (`intentions` for
-/// `https://developer.hashicorp.com/consul/docs/connect/intentions`).
+/// A Consul documentation URL's path below `/consul/docs/` (or `/consul/`):
+/// `connect/intentions` for `https://developer.hashicorp.com/consul/docs/connect/intentions`.
 fn doc_title(url: &str) -> &str {
-    let path = url.split(['#', '?']).next().unwrap_or(url).trim_end_matches('/');
-    path.rsplit('/').next().unwrap_or(path)
+    let path = url
+        .split(['#', '?'])
+        .next()
+        .unwrap_or(url)
+        .trim_end_matches('/');
+    ["/consul/docs/", "/consul/"]
+        .iter()
+        .find_map(|p| path.split_once(p).map(|(_, rest)| rest))
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(path)
 }
 
 fn scenario(out: &mut String, r: &Report, s: &ScenarioResult, index: usize) {
@@ -259,7 +267,7 @@ fn scenario(out: &mut String, r: &Report, s: &ScenarioResult, index: usize) {
     }
     for d in s.docs.iter().filter(|d| d.starts_with("https://")) {
         meta.push(format!(
-            "<a href=\"{}\" rel=\"noreferrer\">Consul docs: {}</a>",
+            "<a href=\"{}\" rel=\"noreferrer\">Consul: {}</a>",
             html(d),
             html(doc_title(d))
         ));

@@ -151,7 +151,10 @@ fn check_catches(s: &Scenario, at: &FieldPath, known: &[&str]) -> Result<(), Fie
                 ));
             }
             if c.checks[..j].contains(name) {
-                return Err(FieldError::new(at.index(j), format!("{name:?} is listed twice")));
+                return Err(FieldError::new(
+                    at.index(j),
+                    format!("{name:?} is listed twice"),
+                ));
             }
         }
     }

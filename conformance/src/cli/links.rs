@@ -57,7 +57,11 @@ fn relative(from: &Path, to: &Path) -> String {
     let b: Vec<Component<'_>> = to.components().collect();
     let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
     let mut parts: Vec<String> = vec!["..".to_owned(); a.len() - common];
-    parts.extend(b[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()));
+    parts.extend(
+        b[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
     parts.join("/")
 }
 
@@ -68,11 +72,20 @@ mod tests {
     #[test]
     fn relative_paths_climb_then_descend() {
         assert_eq!(
-            relative(Path::new("/w/repo/conformance-report"), Path::new("/w/repo/scenarios/catalogue/core/x.toml")),
+            relative(
+                Path::new("/w/repo/conformance-report"),
+                Path::new("/w/repo/scenarios/catalogue/core/x.toml")
+            ),
             "../scenarios/catalogue/core/x.toml"
         );
-        assert_eq!(relative(Path::new("/a/b"), Path::new("/a/b/c.toml")), "c.toml");
-        assert_eq!(relative(Path::new("/x/y"), Path::new("/a/c.toml")), "../../a/c.toml");
+        assert_eq!(
+            relative(Path::new("/a/b"), Path::new("/a/b/c.toml")),
+            "c.toml"
+        );
+        assert_eq!(
+            relative(Path::new("/x/y"), Path::new("/a/c.toml")),
+            "../../a/c.toml"
+        );
     }
 
     #[test]
@@ -83,14 +96,25 @@ mod tests {
         let s = &report.scenarios[0];
         assert_eq!(s.id, "l4-allow-deny");
         // The fixture already links it; a scenario without a link gets one that resolves.
-        let mut bare = reports::ScenarioResult::new("intention-change", "d", reports::Profile::Core, vec!["l4".into()]);
+        let mut bare = reports::ScenarioResult::new(
+            "intention-change",
+            "d",
+            reports::Profile::Core,
+            vec!["l4".into()],
+        );
         bare.catalogue = None;
         report.scenarios.push(bare);
         annotate(&mut report, dir.path());
         let s = report.scenarios.last().unwrap();
         let link = s.catalogue.clone().unwrap();
-        assert!(link.ends_with("scenarios/catalogue/core/intention-change.toml"), "{link}");
+        assert!(
+            link.ends_with("scenarios/catalogue/core/intention-change.toml"),
+            "{link}"
+        );
         assert!(dir.path().join(&link).is_file(), "{link} does not resolve");
-        assert_eq!(s.docs[1], "https://developer.hashicorp.com/consul/docs/connect/intentions");
+        assert_eq!(
+            s.docs[1],
+            "https://developer.hashicorp.com/consul/docs/connect/intentions"
+        );
     }
 }

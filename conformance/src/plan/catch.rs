@@ -69,9 +69,7 @@ impl fmt::Display for Miss {
 pub fn failed_checks(result: &ScenarioResult) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for c in &result.checks {
-        if c.verdict == Verdict::Fail
-            && !GATES.contains(&c.name.as_str())
-            && !out.contains(&c.name)
+        if c.verdict == Verdict::Fail && !GATES.contains(&c.name.as_str()) && !out.contains(&c.name)
         {
             out.push(c.name.clone());
         }

@@ -5,29 +5,63 @@
 use scenarios::catalogue_files;
 
 /// Consul's page for integrating a proxy (what every scenario holds a proxy to).
-pub const CUSTOM_PROXY_DOC: &str = "https://developer.hashicorp.com/consul/docs/connect/proxy/custom";
+pub const CUSTOM_PROXY_DOC: &str =
+    "https://developer.hashicorp.com/consul/docs/connect/proxy/custom";
 
 /// Consul's pages for each feature a scenario can need.
 const FEATURE_DOCS: &[(&str, &str)] = &[
-    ("l4", "https://developer.hashicorp.com/consul/docs/connect/intentions"),
-    ("l7-http", "https://developer.hashicorp.com/consul/docs/connect/intentions"),
-    ("l7-http2", "https://developer.hashicorp.com/consul/docs/connect/intentions"),
-    ("l7-grpc", "https://developer.hashicorp.com/consul/docs/connect/intentions"),
-    ("ca-rotation", "https://developer.hashicorp.com/consul/docs/connect/ca"),
-    ("leaf-renewal", "https://developer.hashicorp.com/consul/docs/connect/ca"),
+    (
+        "l4",
+        "https://developer.hashicorp.com/consul/docs/connect/intentions",
+    ),
+    (
+        "l7-http",
+        "https://developer.hashicorp.com/consul/docs/connect/intentions",
+    ),
+    (
+        "l7-http2",
+        "https://developer.hashicorp.com/consul/docs/connect/intentions",
+    ),
+    (
+        "l7-grpc",
+        "https://developer.hashicorp.com/consul/docs/connect/intentions",
+    ),
+    (
+        "ca-rotation",
+        "https://developer.hashicorp.com/consul/docs/connect/ca",
+    ),
+    (
+        "leaf-renewal",
+        "https://developer.hashicorp.com/consul/docs/connect/ca",
+    ),
     (
         "discovery-chain",
         "https://developer.hashicorp.com/consul/docs/connect/manage-traffic/discovery-chain",
     ),
-    ("l7-traffic", "https://developer.hashicorp.com/consul/docs/connect/manage-traffic"),
-    ("agent-blocking", "https://developer.hashicorp.com/consul/api-docs/features/blocking"),
-    ("transparent", "https://developer.hashicorp.com/consul/docs/connect/transparent-proxy"),
-    ("xds", "https://developer.hashicorp.com/consul/docs/connect/proxies/envoy"),
+    (
+        "l7-traffic",
+        "https://developer.hashicorp.com/consul/docs/connect/manage-traffic",
+    ),
+    (
+        "agent-blocking",
+        "https://developer.hashicorp.com/consul/api-docs/features/blocking",
+    ),
+    (
+        "transparent",
+        "https://developer.hashicorp.com/consul/docs/connect/transparent-proxy",
+    ),
+    (
+        "xds",
+        "https://developer.hashicorp.com/consul/docs/connect/proxies/envoy",
+    ),
     ("upstreams", PROXY_CONFIG_DOC),
     ("unix-sockets", PROXY_CONFIG_DOC),
     ("hostname-endpoints", PROXY_CONFIG_DOC),
     ("config-reload", PROXY_CONFIG_DOC),
-    ("fail-static", "https://developer.hashicorp.com/consul/api-docs/features/caching"),
+    (
+        "fail-static",
+        "https://developer.hashicorp.com/consul/api-docs/features/caching",
+    ),
 ];
 
 /// Consul's reference of a proxy's registration (upstreams, local app, sockets).

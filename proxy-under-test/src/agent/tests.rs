@@ -342,7 +342,10 @@ async fn watch_backs_off_on_errors_without_hot_looping() {
     task.abort();
     let _ = task.await;
     let n = fake.log.lock().unwrap().len();
-    assert!(took >= Duration::from_millis(175), "{n} requests in {took:?}");
+    assert!(
+        took >= Duration::from_millis(175),
+        "{n} requests in {took:?}"
+    );
     assert!(metrics.render().contains(&format!(
         "proxy_agent_watch_errors_total{{watch=\"roots\"}} {n}"
     )));
@@ -627,7 +630,10 @@ async fn nothing_is_bound_before_the_configuration_is_complete() {
         .count()
         < 2
     {
-        assert!(std::time::Instant::now() < deadline, "no leaf request in 20 s");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no leaf request in 20 s"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(!start.is_finished());

@@ -75,8 +75,17 @@ fn page_is_self_contained() {
     for page in [to_html(&sample_report()), to_html(&hostile_report())] {
         let lower = page.to_lowercase();
         for needle in [
-            "http://", "src=", "url(", "@import", "<link", "<script", "<iframe", "<object",
-            "<embed", "javascript:", "data:",
+            "http://",
+            "src=",
+            "url(",
+            "@import",
+            "<link",
+            "<script",
+            "<iframe",
+            "<object",
+            "<embed",
+            "javascript:",
+            "data:",
         ] {
             assert!(!lower.contains(needle), "page contains {needle}");
         }
@@ -92,7 +101,10 @@ fn page_is_self_contained() {
                 &href[..href.len().min(60)]
             );
         }
-        assert_eq!(lower.matches("https://").count(), lower.matches("href=\"https://").count());
+        assert_eq!(
+            lower.matches("https://").count(),
+            lower.matches("href=\"https://").count()
+        );
     }
 }
 
@@ -150,7 +162,7 @@ fn each_scenario_links_its_catalogue_file_and_consul_docs() {
     );
     assert!(
         page.contains(
-            "<a href=\"https://developer.hashicorp.com/consul/docs/connect/intentions\" rel=\"noreferrer\">Consul docs: intentions</a>"
+            "<a href=\"https://developer.hashicorp.com/consul/docs/connect/intentions\" rel=\"noreferrer\">Consul: connect/intentions</a>"
         ),
         "{page}"
     );

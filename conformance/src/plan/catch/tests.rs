@@ -1,7 +1,9 @@
 //! The self-test's judgement: only the named checks failing against a proxy that became ready
 //! is a catch.
 
-use reports::{CheckResult, ENVIRONMENT_CHECK, ErrorInfo, Profile, Requirement, ScenarioResult, Verdict};
+use reports::{
+    CheckResult, ENVIRONMENT_CHECK, ErrorInfo, Profile, Requirement, ScenarioResult, Verdict,
+};
 use scenarios::Catch;
 
 use super::*;
@@ -17,7 +19,10 @@ fn result(checks: &[(&str, Verdict)]) -> ScenarioResult {
 
 #[test]
 fn the_named_check_failing_is_a_catch() {
-    let r = result(&[("web allowed", Verdict::Pass), ("web denied", Verdict::Fail)]);
+    let r = result(&[
+        ("web allowed", Verdict::Pass),
+        ("web denied", Verdict::Fail),
+    ]);
     assert_eq!(
         judge(&r, &Catch::by("ignore-deny", &["web denied"])),
         Ok(vec!["web denied".to_owned()])
@@ -31,7 +36,10 @@ fn the_named_check_failing_is_a_catch() {
 
 #[test]
 fn another_check_failing_is_not_a_catch() {
-    let r = result(&[("web allowed", Verdict::Fail), ("web denied", Verdict::Pass)]);
+    let r = result(&[
+        ("web allowed", Verdict::Fail),
+        ("web denied", Verdict::Pass),
+    ]);
     let miss = judge(&r, &Catch::by("ignore-deny", &["web denied"])).unwrap_err();
     assert_eq!(
         miss,

@@ -26,9 +26,12 @@ use crate::testutil::*;
 /// with a generous deadline), or for a fixed window where the test asserts an upper bound only
 /// (a loaded machine makes fewer requests, never more).
 enum Until {
-    Seen(&'static str, Box<dyn Fn(&[LogEntry]) -> bool + Send>),
+    Seen(&'static str, LogTest),
     For(Duration),
 }
+
+/// What the request log must show.
+type LogTest = Box<dyn Fn(&[LogEntry]) -> bool + Send>;
 
 /// The deadline for an awaited request-log event.
 const EVENT_DEADLINE: Duration = Duration::from_secs(20);
@@ -120,7 +123,10 @@ async fn once_variants_never_reread_what_they_fetched() {
     ];
     for (s, frozen) in cases {
         // Once every other watch blocks, a frozen one has had its chance to be re-read.
-        let others = WATCHED.into_iter().filter(|p| !frozen.contains(p)).collect();
+        let others = WATCHED
+            .into_iter()
+            .filter(|p| !frozen.contains(p))
+            .collect();
         let (log, _) = request_log(s.into(), None, all_blocking(others)).await;
         for path in WATCHED {
             let reads = to(&log, path).len();
@@ -175,7 +181,12 @@ async fn missing_token_sends_it_on_the_first_request_only() {
             .iter()
             .all(|e| e.token.as_deref() == Some("s3cret"))
     );
-    let (log, _) = request_log(Sabotage::MissingToken.into(), Some("s3cret"), six_requests()).await;
+    let (log, _) = request_log(
+        Sabotage::MissingToken.into(),
+        Some("s3cret"),
+        six_requests(),
+    )
+    .await;
     assert!(log.len() > 5);
     assert_eq!(log[0].token.as_deref(), Some("s3cret"), "{:?}", log[0]);
     assert!(log[1..].iter().all(|e| e.token.is_none()));
@@ -197,9 +208,7 @@ async fn drop_state_on_error_stops_using_the_agent_cache() {
         None,
         Until::Seen(
             "cached reads of intentions and health",
-            Box::new(move |log| {
-                cached(&to(log, INTENTIONS)) >= 1 && cached(&to(log, HEALTH)) >= 1
-            }),
+            Box::new(move |log| cached(&to(log, INTENTIONS)) >= 1 && cached(&to(log, HEALTH)) >= 1),
         ),
     )
     .await;
