@@ -65,6 +65,10 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "agent-restart",
             "agent-restart-policy",
             "acl-token-file",
+            "inbound-connection-limit",
+            "inbound-local-request-timeout",
+            "token-without-intentions-read",
+            "authorize-cert-serial",
         ],
     ),
     (

@@ -219,6 +219,9 @@ enum StepRepr {
         instance: String,
         answer: Answer,
     },
+    App {
+        answer: Answer,
+    },
     AddUpstream {
         name: String,
     },
@@ -358,6 +361,7 @@ enum CheckRepr {
     Spread(SpreadCheck),
     Burst(BurstCheck),
     IndexResetHonoured {},
+    AuthorizeSerial {},
 }
 
 #[derive(Deserialize)]
