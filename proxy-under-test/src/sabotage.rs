@@ -180,11 +180,18 @@ pub enum Sabotage {
     /// `ignore-lb-policy`: every load-balancing policy (least request, random, hashing) becomes
     /// round robin.
     IgnoreLbPolicy,
+    /// `ignore-mesh-entry`: the `mesh` config entry is read but never applied: request
+    /// normalization, TLS bounds and XFCC handling stay at Consul's no-entry defaults.
+    IgnoreMeshEntry,
+    /// `pass-spoofed-xfcc`: upstream listeners pass the application's own
+    /// `X-Forwarded-Client-Cert` on (Envoy's outbound connection manager sanitizes it), so the
+    /// destination's application sees an identity nobody proved.
+    PassSpoofedXfcc,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 52] = [
+    pub const ALL: [Self; 54] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -237,6 +244,8 @@ impl Sabotage {
         Self::IgnoreHashPolicy,
         Self::StaleRoutes,
         Self::IgnoreLbPolicy,
+        Self::IgnoreMeshEntry,
+        Self::PassSpoofedXfcc,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -294,6 +303,8 @@ impl Sabotage {
             Self::IgnoreHashPolicy => "ignore-hash-policy",
             Self::StaleRoutes => "stale-routes",
             Self::IgnoreLbPolicy => "ignore-lb-policy",
+            Self::IgnoreMeshEntry => "ignore-mesh-entry",
+            Self::PassSpoofedXfcc => "pass-spoofed-xfcc",
         }
     }
 

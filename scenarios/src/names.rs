@@ -86,6 +86,8 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "ignore-hash-policy",
     "stale-routes",
     "ignore-lb-policy",
+    "ignore-mesh-entry",
+    "pass-spoofed-xfcc",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that
