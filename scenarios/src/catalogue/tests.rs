@@ -54,6 +54,8 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "l7-http2-multiplexed-change",
             "l7-grpc-upstream",
             "l7-path-normalization",
+            "mesh-request-normalization",
+            "mesh-xfcc",
         ],
     ),
     (
