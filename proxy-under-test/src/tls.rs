@@ -4,6 +4,7 @@
 //! identity. Ring provider only; every key type Consul issues (EC P-256/P-384, RSA 2048/4096 in
 //! SEC1, PKCS#1 or PKCS#8) loads.
 
+mod bounds;
 mod keys;
 pub(crate) mod verify;
 
@@ -20,6 +21,8 @@ use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::mesh::TlsBounds;
 
 pub use self::keys::KeyKind;
 pub use self::verify::ExpectedServer;
@@ -212,6 +215,15 @@ pub struct InboundTls {
 /// cross-signed chains and leaves of an intermediate CA work), our leaf and its intermediates
 /// served, session resumption off (no session cache, no TLS 1.3 tickets).
 pub fn inbound(leaf: &Leaf, roots: &TrustRoots) -> Result<InboundTls, TlsError> {
+    inbound_bounded(leaf, roots, &TlsBounds::default())
+}
+
+/// [`inbound`] within the `mesh` entry's `TLS.Incoming` bounds.
+pub fn inbound_bounded(
+    leaf: &Leaf,
+    roots: &TrustRoots,
+    bounds: &TlsBounds,
+) -> Result<InboundTls, TlsError> {
     let webpki =
         WebPkiClientVerifier::builder_with_provider(roots.store.clone(), provider()).build()?;
     let verifier: Arc<dyn ClientCertVerifier> = if roots.intermediates.is_empty() {
@@ -219,8 +231,9 @@ pub fn inbound(leaf: &Leaf, roots: &TrustRoots) -> Result<InboundTls, TlsError> 
     } else {
         Arc::new(WithIntermediates::new(webpki, roots.intermediates.clone()))
     };
-    let mut config = ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+    let (bounded_provider, versions) = bounds::bounded(provider(), bounds);
+    let mut config = ServerConfig::builder_with_provider(bounded_provider)
+        .with_protocol_versions(&versions)?
         .with_client_cert_verifier(verifier.clone())
         .with_cert_resolver(Arc::new(FixedCert(leaf.certified.clone())));
     config.session_storage = Arc::new(NoServerSessionStorage {});
@@ -240,10 +253,21 @@ pub fn outbound(
     roots: &TrustRoots,
     expected: ExpectedServer,
 ) -> Result<Arc<ClientConfig>, TlsError> {
+    outbound_bounded(leaf, roots, expected, &TlsBounds::default())
+}
+
+/// [`outbound`] within the `mesh` entry's `TLS.Outgoing` bounds.
+pub fn outbound_bounded(
+    leaf: &Leaf,
+    roots: &TrustRoots,
+    expected: ExpectedServer,
+    bounds: &TlsBounds,
+) -> Result<Arc<ClientConfig>, TlsError> {
     let verifier = SpiffeServerVerifier::new(roots.store.clone(), expected)
         .with_intermediates(roots.intermediates.clone());
-    let mut config = ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+    let (bounded_provider, versions) = bounds::bounded(provider(), bounds);
+    let mut config = ClientConfig::builder_with_provider(bounded_provider)
+        .with_protocol_versions(&versions)?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_client_cert_resolver(Arc::new(FixedCert(leaf.certified.clone())));

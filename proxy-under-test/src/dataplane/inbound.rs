@@ -1,11 +1,13 @@
 //! Inbound: accept, mTLS handshake (client certificate required, verified against the roots),
 //! identify the peer by its SPIFFE URI SAN, authorize from the snapshot, then copy bytes to the
 //! local application (L4) or hand the stream to the HTTP server (L7). Open connections are
-//! re-authorized on every snapshot change and on an interval, and capped by a lifetime.
+//! re-authorized on every snapshot change and on an interval, and capped by a lifetime. With
+//! `max_inbound_connections`, a connection over the limit is closed right after accept.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustls_pki_types::{CertificateDer, UnixTime};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -58,11 +60,48 @@ pub(crate) enum End {
 pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     let accept = || listener.accept();
     super::accept::until_stop(&shared, "inbound", accept, |(tcp, addr): (TcpStream, _)| {
+        let Some(slot) = InboundSlot::take(&shared) else {
+            // Envoy's `connection_limit` filter: closed at once, before the TLS handshake.
+            shared.metrics.refused(RefuseReason::ConnectionLimit);
+            tracing::info!(peer = %addr, "inbound refused: max_inbound_connections already open");
+            drop(tcp);
+            return;
+        };
         let _ = tcp.set_nodelay(true);
-        tokio::spawn(handle(tcp, addr, shared.clone()));
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            handle(tcp, addr, shared).await;
+            drop(slot);
+        });
     })
     .await;
     tracing::info!("public listener closed");
+}
+
+/// One counted open inbound connection (`max_inbound_connections`); released on drop.
+pub(crate) struct InboundSlot(Arc<AtomicUsize>);
+
+impl InboundSlot {
+    /// A slot, unless the newest snapshot's limit is already reached (no snapshot or no limit:
+    /// always one). The limit applies to connections opened after a change; open ones stay.
+    pub(crate) fn take(shared: &Shared) -> Option<Self> {
+        let limit = shared
+            .current()
+            .and_then(|s| s.knobs.max_inbound_connections)
+            .map_or(usize::MAX, |m| usize::try_from(m).unwrap_or(usize::MAX));
+        let open = &shared.inbound_open;
+        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < limit).then_some(n + 1)
+        })
+        .ok()?;
+        Some(Self(open.clone()))
+    }
+}
+
+impl Drop for InboundSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Checks the peer's certificate against the snapshot's identity rules.

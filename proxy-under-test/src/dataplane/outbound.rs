@@ -244,8 +244,13 @@ pub(crate) async fn dial(
         },
         service: target.service.clone(),
     };
-    let config =
-        tls::outbound(&snap.leaf, &snap.roots, expected.clone()).map_err(|e| e.to_string())?;
+    let config = tls::outbound_bounded(
+        &snap.leaf,
+        &snap.roots,
+        expected.clone(),
+        &snap.mesh.tls_outgoing,
+    )
+    .map_err(|e| e.to_string())?;
     let config = snap.hooks.outbound_tls(config, &snap.roots, &expected);
     let config = if h2 {
         let mut c = (*config).clone();
