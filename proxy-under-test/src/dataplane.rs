@@ -160,10 +160,11 @@ impl Shared {
             && Arc::ptr_eq(&old.leaf.certified, &snap.leaf.certified)
             && Arc::ptr_eq(&old.roots.store, &snap.roots.store)
             && old.knobs.protocol == snap.knobs.protocol
+            && old.mesh.tls_incoming == snap.mesh.tls_incoming
         {
             return Ok(tls.clone());
         }
-        let tls = tls::inbound(&snap.leaf, &snap.roots)?;
+        let tls = tls::inbound_bounded(&snap.leaf, &snap.roots, &snap.mesh.tls_incoming)?;
         let tls = snap.hooks.inbound_tls(tls, snap)?;
         let tls = with_alpn(tls, snap.knobs.protocol);
         *cache = Some((snap.clone(), tls.clone()));
@@ -235,7 +236,7 @@ impl DataPlane {
             .clone()
             .ok_or(DataPlaneError::NoSnapshot)?;
         // Fail early on unusable TLS material rather than on the first connection.
-        tls::inbound(&first.leaf, &first.roots)?;
+        tls::inbound_bounded(&first.leaf, &first.roots, &first.mesh.tls_incoming)?;
         let inbound = TcpListener::bind(first.public_listener)
             .await
             .map_err(|source| DataPlaneError::BindInbound {

@@ -190,11 +190,18 @@ pub enum Sabotage {
     /// `fail-open-on-403`: when the token may not read the destination's intentions (403), the
     /// proxy allows every source (`* -> db` allow) instead of failing closed.
     FailOpenOn403,
+    /// `ignore-mesh-entry`: the `mesh` config entry is read but never applied: request
+    /// normalization, TLS bounds and XFCC handling stay at Consul's no-entry defaults.
+    IgnoreMeshEntry,
+    /// `pass-spoofed-xfcc`: upstream listeners pass the application's own
+    /// `X-Forwarded-Client-Cert` on (Envoy's outbound connection manager sanitizes it), so the
+    /// destination's application sees an identity nobody proved.
+    PassSpoofedXfcc,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 55] = [
+    pub const ALL: [Self; 57] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -250,6 +257,8 @@ impl Sabotage {
         Self::IgnoreInboundLimit,
         Self::IgnoreLocalTimeouts,
         Self::FailOpenOn403,
+        Self::IgnoreMeshEntry,
+        Self::PassSpoofedXfcc,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -310,6 +319,8 @@ impl Sabotage {
             Self::IgnoreInboundLimit => "ignore-inbound-limit",
             Self::IgnoreLocalTimeouts => "ignore-local-timeouts",
             Self::FailOpenOn403 => "fail-open-on-403",
+            Self::IgnoreMeshEntry => "ignore-mesh-entry",
+            Self::PassSpoofedXfcc => "pass-spoofed-xfcc",
         }
     }
 

@@ -26,6 +26,7 @@ use crate::dataplane::SnapshotRx;
 use crate::dataplane::l7::Body;
 use crate::dataplane::transparent::Route;
 use crate::knobs::Knobs;
+use crate::mesh::MeshEntry;
 use crate::normalize::PathNormalization;
 use crate::route::limits::Outlier;
 use crate::route::{Lb, RouteTable};
@@ -195,6 +196,18 @@ impl Hooks {
         local: Decision,
     ) -> Ready<Decision> {
         ready(local)
+    }
+
+    /// The `mesh` config entry the snapshot is assembled with: as read.
+    #[inline]
+    pub(crate) fn mesh_entry(&self, read: Option<MeshEntry>) -> Option<MeshEntry> {
+        read
+    }
+
+    /// Whether an upstream listener passes the application's own XFCC on: never.
+    #[inline]
+    pub(crate) fn keep_app_xfcc(&self) -> bool {
+        false
     }
 
     /// How inbound HTTP request paths are normalized, given the snapshot's options: as given.

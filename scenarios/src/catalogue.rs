@@ -143,6 +143,14 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/l7/l7-path-normalization.toml"),
     ),
     (
+        "catalogue/l7/mesh-request-normalization.toml",
+        include_str!("../catalogue/l7/mesh-request-normalization.toml"),
+    ),
+    (
+        "catalogue/l7/mesh-xfcc.toml",
+        include_str!("../catalogue/l7/mesh-xfcc.toml"),
+    ),
+    (
         "catalogue/extended/acl-token-file.toml",
         include_str!("../catalogue/extended/acl-token-file.toml"),
     ),

@@ -89,6 +89,8 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "ignore-inbound-limit",
     "ignore-local-timeouts",
     "fail-open-on-403",
+    "ignore-mesh-entry",
+    "pass-spoofed-xfcc",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

@@ -118,7 +118,7 @@ pub(super) async fn play(
         None => Ok(()),
         Some(Err(not_ready)) => {
             let check = CheckResult::new(
-                "proxy ready",
+                crate::plan::catch::PROXY_READY,
                 Requirement::Must,
                 Verdict::Fail,
                 format!(

@@ -7,6 +7,8 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 
+use crate::mesh::MeshEntry;
+
 use super::AgentError;
 use super::recovery::AgentHealth;
 use super::types::{AgentService, CaRoots, ChainResponse, HealthEntry, LeafCert};
@@ -262,6 +264,30 @@ impl AgentClient {
             wait,
         )
         .await
+    }
+
+    /// `GET /v1/config/mesh?index=&wait=`: the `mesh` config entry, if one is stored. The list
+    /// form blocks on the config-entries index whether or not the entry exists (the single-entry
+    /// form answers 404 without blocking). An agent without the endpoint (404) has no entry.
+    pub async fn mesh(
+        &self,
+        index: u64,
+        wait: Duration,
+    ) -> Result<Blocking<Option<MeshEntry>>, AgentError> {
+        let got: Result<Blocking<Option<Vec<MeshEntry>>>, AgentError> = self
+            .blocking(Method::GET, "/v1/config/mesh", vec![], None, index, wait)
+            .await;
+        match got {
+            Ok(b) => Ok(Blocking {
+                index: b.index,
+                body: b.body.and_then(|v| v.into_iter().next()),
+            }),
+            Err(AgentError::Status { status: 404, .. }) => Ok(Blocking {
+                index: 0,
+                body: None,
+            }),
+            Err(e) => Err(e),
+        }
     }
 
     /// `GET /v1/connect/intentions/match?by=destination&name=<service>&cached` (`null` = none).

@@ -19,6 +19,7 @@ use crate::agent::types::AgentProxy;
 use crate::authz::{Decision, DefaultPolicy, IntentionSet};
 use crate::dataplane::l7::Body;
 use crate::knobs::Knobs;
+use crate::mesh::MeshEntry;
 use crate::normalize::{EscapedSlashes, PathNormalization};
 use crate::snapshot::{Endpoint, LocalApp, Snapshot};
 use crate::spiffe::{ServiceId, service_id_of_cert};
@@ -134,6 +135,20 @@ impl Hooks {
             Ok((allowed, reason)) => Decision { allowed, reason },
             Err(e) => refused(format!("authz call failed: {e}")),
         }
+    }
+
+    /// `ignore-mesh-entry`: the entry is dropped as if none existed.
+    pub(crate) fn mesh_entry(&self, read: Option<MeshEntry>) -> Option<MeshEntry> {
+        if self.has(Sabotage::IgnoreMeshEntry) {
+            None
+        } else {
+            read
+        }
+    }
+
+    /// `pass-spoofed-xfcc`: the application's XFCC goes out through upstream listeners.
+    pub(crate) fn keep_app_xfcc(&self) -> bool {
+        self.has(Sabotage::PassSpoofedXfcc)
     }
 
     /// `raw-path-authz`: no normalization at all (the path is matched and forwarded as sent).

@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 55] = [
+const CATALOGUE: [&str; 57] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -73,6 +73,8 @@ const CATALOGUE: [&str; 55] = [
     "ignore-inbound-limit",
     "ignore-local-timeouts",
     "fail-open-on-403",
+    "ignore-mesh-entry",
+    "pass-spoofed-xfcc",
 ];
 
 #[test]

@@ -54,6 +54,8 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "l7-http2-multiplexed-change",
             "l7-grpc-upstream",
             "l7-path-normalization",
+            "mesh-request-normalization",
+            "mesh-xfcc",
         ],
     ),
     (
@@ -170,7 +172,11 @@ fn every_scenario_but_the_informational_ones_claims_a_broken_behaviour() {
 
 #[test]
 fn every_broken_behaviour_is_caught_by_some_scenario() {
-    let claimed: BTreeSet<String> = catalogue().into_iter().flat_map(|s| s.catches).collect();
+    let claimed: BTreeSet<String> = catalogue()
+        .into_iter()
+        .flat_map(|s| s.catches)
+        .map(|c| c.sabotage)
+        .collect();
     for name in BROKEN_BEHAVIOURS {
         assert!(claimed.contains(*name), "no scenario catches {name}");
     }

@@ -210,10 +210,15 @@ fn db_is_l7(setup: &Setup) -> bool {
             })
 }
 
-/// `Kind` and `Name` of a config entry (either case of the key, as Consul decodes them).
+/// `Kind` and `Name` of a config entry (either case of the key, as Consul decodes them). A
+/// `mesh` entry has no `Name` key (Consul refuses one): its name is always `mesh`.
 pub(crate) fn entry_kind_name(e: &Value) -> Option<(&str, &str)> {
     let get = |a: &str, b: &str| e.get(a).or_else(|| e.get(b)).and_then(Value::as_str);
-    Some((get("Kind", "kind")?, get("Name", "name")?))
+    let kind = get("Kind", "kind")?;
+    if kind == "mesh" {
+        return Some((kind, "mesh"));
+    }
+    Some((kind, get("Name", "name")?))
 }
 
 /// Config entry kinds the simulated agent stores.
@@ -224,6 +229,7 @@ const ENTRY_KINDS: &[&str] = &[
     "service-resolver",
     "service-splitter",
     "service-router",
+    "mesh",
 ];
 
 pub(crate) fn check_config_entry(at: &FieldPath, entry: &Value) -> Result<(), FieldError> {

@@ -13,6 +13,7 @@ use super::upstream_config::UpstreamPolicy;
 use crate::go::duration::GoDuration;
 use crate::go::filter::{Filter, HEALTH_ENTRY_FIELDS};
 use crate::model::chain::{self, ChainRequest, CompiledChain};
+use crate::model::config_entry::MeshConfigEntry;
 use crate::model::intention::Intention;
 use crate::model::service::{self, HEALTH_CRITICAL, HEALTH_PASSING, HEALTH_WARNING, ServiceKind};
 use crate::state::queries;
@@ -51,6 +52,10 @@ pub(crate) struct Snapshot {
     pub(crate) upstreams: Vec<Upstream>,
     /// Set in transparent mode (`Proxy.Mode = "transparent"`).
     pub(crate) transparent: Option<Transparent>,
+    /// The `mesh` config entry, when one is stored (`cfgSnap.MeshConfig()`).
+    pub(crate) mesh: Option<MeshConfigEntry>,
+    /// The merged `Proxy.MutualTLSMode` (`""`, `strict`, `permissive`).
+    pub(crate) mutual_tls_mode: String,
 }
 
 /// Transparent-proxy settings of the sidecar.
@@ -263,6 +268,8 @@ pub(crate) fn build(
         default_allow,
         upstreams,
         transparent,
+        mesh: st.config.mesh().cloned(),
+        mutual_tls_mode: svc.proxy.mutual_tls_mode.clone(),
     })
 }
 
