@@ -25,7 +25,6 @@ use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
 use self::app::{AppClient, AppError};
@@ -197,7 +196,7 @@ pub(crate) fn response_body(snap: &Snapshot, body: Incoming) -> Body {
 }
 
 pub(crate) async fn serve(
-    stream: TlsStream<TcpStream>,
+    stream: TlsStream<super::inbound::Wire>,
     peer: Peer,
     snap: Arc<Snapshot>,
     shared: Arc<Shared>,
