@@ -27,6 +27,10 @@ fn names(l: &envoy_types::pb::envoy::config::listener::v3::Listener) -> Vec<Stri
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn l4_limit_sits_between_rbac_and_tcp_proxy_with_exact_balance_and_connect_timeout() {
     let c = sim();
     c.upsert_config_entry(&json!({"Kind": "service-defaults", "Name": "web",
@@ -67,6 +71,10 @@ fn l4_limit_sits_between_rbac_and_tcp_proxy_with_exact_balance_and_connect_timeo
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn http_limit_precedes_the_connection_manager_and_the_route_gets_the_request_timeout() {
     let c = sim();
     c.upsert_config_entry(
