@@ -5,7 +5,10 @@ use super::{bad, expect_step, good};
 #[test]
 fn app_steps_take_a_delay_for_http_or_a_blackhole() {
     let step = |answer: &str| format!("\n[[steps]]\ndo = \"app\"\nanswer = {answer}\n");
-    good(&format!("[setup]\nprotocol = \"http\"\n{}", step("{ delay = \"2s\" }")));
+    good(&format!(
+        "[setup]\nprotocol = \"http\"\n{}",
+        step("{ delay = \"2s\" }")
+    ));
     good(&step("{ blackhole = true }"));
     good(&step("{}"));
     let (f, m) = bad(&step("{ delay = \"2s\" }"));
