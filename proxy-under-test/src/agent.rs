@@ -27,6 +27,7 @@ pub use self::client::{AgentClient, Blocking, REQUEST_TIMEOUT, http_timeout, nor
 pub use self::tls::AgentTls;
 use self::types::{AgentService, CaRoots, CompiledChain, HealthEntry, LeafCert};
 use crate::authz::{DefaultPolicy, Intention, IntentionSet};
+use crate::mesh::MeshEntry;
 use crate::metrics::Metrics;
 use crate::seam::Hooks;
 use crate::snapshot::Snapshot;
@@ -99,6 +100,7 @@ pub(crate) enum Update {
     Policy(DefaultPolicy),
     Chain(ChainKey, Box<CompiledChain>),
     Health(HealthKey, Vec<HealthEntry>),
+    Mesh(Option<Box<MeshEntry>>),
 }
 
 /// Aborts its task when dropped.
@@ -183,6 +185,20 @@ async fn run(
                 tx.clone(),
             ))),
             Task(tokio::spawn(watches::index_watch(
+                "mesh",
+                t,
+                m.clone(),
+                tx.clone(),
+                |e: Option<MeshEntry>| Update::Mesh(e.map(Box::new)),
+                {
+                    let c = c.clone();
+                    move |i| {
+                        let c = c.clone();
+                        async move { c.mesh(i, t.wait).await }
+                    }
+                },
+            ))),
+            Task(tokio::spawn(watches::index_watch(
                 "roots",
                 t,
                 m,
@@ -223,6 +239,10 @@ async fn run(
 
 fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
     match update {
+        Update::Mesh(entry) => {
+            tracing::info!(present = entry.is_some(), "mesh config entry loaded");
+            state.mesh = Some(entry.map(|e| *e));
+        }
         Update::Service(svc) => {
             if svc.kind != "connect-proxy" || svc.proxy.is_none() {
                 tracing::error!(id = %svc.id, kind = %svc.kind, "registration is not a connect-proxy; ignoring it");

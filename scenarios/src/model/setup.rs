@@ -57,6 +57,14 @@ pub struct Setup {
     /// The agent's CA at bootstrap (`[setup.ca]`): key kind and chain mode.
     #[serde(default)]
     pub ca: Option<CaSetup>,
+    /// The proxy token's ACL rules (HCL or JSON, as a policy's `Rules`) instead of the harness's
+    /// default ones, e.g. without `intentions:read`.
+    #[serde(default)]
+    pub token_rules: Option<String>,
+    /// The proxy may never open its listeners (it fails closed): the steps run once its ports
+    /// accept, or after `propagation` if they never do (no "proxy ready" failure).
+    #[serde(default)]
+    pub ready_optional: bool,
     /// The agent serves HTTPS (and gRPC over TLS) with a certificate of its own CA
     /// (`[setup.agent_tls]`); the proxy gets `CONSUL_HTTP_ADDR=https://...`, `CONSUL_CACERT`,
     /// `CONSUL_CLIENT_CERT`, `CONSUL_CLIENT_KEY` and `CONSUL_TLS_SERVER_NAME`.

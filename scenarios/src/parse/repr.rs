@@ -16,9 +16,9 @@ use serde_json::{Map, Value};
 
 use crate::error::{FieldPath, Seg};
 use crate::model::{
-    AgentCertCa, Answer, AppProtocol, BurstCheck, Check, ConnProtocol, Expectation, FaultSpec,
-    Generator, Identity, InboundVia, InstanceSpec, IntentionSpec, Outcome, Policy, Profile,
-    RequestCheck, Requirement, RootRef, Scenario, Setup, SpreadCheck, Step, UpstreamVia,
+    AgentCertCa, Answer, AppProtocol, BurstCheck, Catch, Check, ConnProtocol, Expectation,
+    FaultSpec, Generator, Identity, InboundVia, InstanceSpec, IntentionSpec, Outcome, Policy,
+    Profile, RequestCheck, Requirement, RootRef, Scenario, Setup, SpreadCheck, Step, UpstreamVia,
 };
 
 /// Starts and ends the encoded inner path of an error message.
@@ -167,7 +167,7 @@ struct ScenarioRepr {
     #[serde(default)]
     features: Vec<String>,
     #[serde(default)]
-    catches: Vec<String>,
+    catches: Vec<Catch>,
     #[serde(default)]
     setup: Setup,
     #[serde(default, deserialize_with = "steps")]
@@ -220,6 +220,9 @@ enum StepRepr {
     AddInstance(InstanceSpec),
     Instance {
         instance: String,
+        answer: Answer,
+    },
+    App {
         answer: Answer,
     },
     AddUpstream {
@@ -361,6 +364,7 @@ enum CheckRepr {
     Spread(SpreadCheck),
     Burst(BurstCheck),
     IndexResetHonoured {},
+    AuthorizeSerial {},
 }
 
 #[derive(Deserialize)]

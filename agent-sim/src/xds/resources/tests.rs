@@ -4,9 +4,11 @@
 mod chain;
 mod envoy;
 mod http2;
+mod inbound_limits;
 mod l7;
 mod l7_prop;
 mod l7_routes;
+mod mesh;
 mod rbac_prop;
 
 use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster::ClusterDiscoveryType};
