@@ -197,9 +197,9 @@ pub enum Sabotage {
     /// `X-Forwarded-Client-Cert` on (Envoy's outbound connection manager sanitizes it), so the
     /// destination's application sees an identity nobody proved.
     PassSpoofedXfcc,
-    /// `require-ca-spiffe-san`: a root whose certificate carries no `spiffe://` URI SAN is
-    /// dropped as not a SPIFFE trust anchor (a proxy without the integration guide's opt-out for
-    /// CA providers that bend SPIFFE; in such a cluster it can verify no peer).
+    /// `require-ca-spiffe-san`: an inbound peer whose chain presents a CA certificate (an
+    /// intermediate) without a `spiffe://` URI SAN is refused (a proxy without the integration
+    /// guide's opt-out for CA providers that bend SPIFFE).
     RequireCaSpiffeSan,
     /// `skip-agent-tls-verify`: an `https://` agent's certificate is not verified (any CA, any
     /// name), as with `CONSUL_HTTP_SSL_VERIFY=false`.

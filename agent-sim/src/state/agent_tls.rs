@@ -15,8 +15,16 @@ use tokio::sync::watch;
 use crate::model::agent_tls::{AgentTlsMaterial, CertPair};
 use crate::state::error::SimError;
 
-/// The server configuration an accept loop presents; `None`: plain TCP.
-pub(crate) type TlsRx = watch::Receiver<Option<Arc<ServerConfig>>>;
+/// What an accept loop is told: the server configuration to present (`None`: plain TCP), and
+/// where to register each open connection so a switch can cut it at once.
+#[derive(Debug, Clone)]
+pub(crate) struct TlsRx {
+    pub(crate) config: watch::Receiver<Option<Arc<ServerConfig>>>,
+    pub(crate) open: OpenConns,
+}
+
+/// The open connections of one port (their tasks' abort handles).
+pub(crate) type OpenConns = Arc<parking_lot::Mutex<Vec<tokio::task::AbortHandle>>>;
 
 /// How the agent serves TLS (`SimConfig::agent_tls`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +57,8 @@ pub struct AgentTls {
     grpc: [Arc<ServerConfig>; 2],
     http_tx: watch::Sender<Option<Arc<ServerConfig>>>,
     grpc_tx: watch::Sender<Option<Arc<ServerConfig>>>,
+    http_open: OpenConns,
+    grpc_open: OpenConns,
 }
 
 impl AgentTls {
@@ -78,6 +88,8 @@ impl AgentTls {
             grpc,
             http_tx,
             grpc_tx,
+            http_open: OpenConns::default(),
+            grpc_open: OpenConns::default(),
         })
     }
 
@@ -92,8 +104,14 @@ impl AgentTls {
     }
 
     /// Presents `which` CA's server certificate from now on, on both ports; open connections
-    /// are cut (only when it changes).
+    /// are cut before it returns (their tasks never run again), so nothing written after it
+    /// reaches a client over a connection made with the previous certificate.
     pub fn present(&self, which: ServerCert) {
+        for open in [&self.http_open, &self.grpc_open] {
+            for conn in open.lock().drain(..) {
+                conn.abort();
+            }
+        }
         let i = usize::from(which == ServerCert::Untrusted);
         let swap = |tx: &watch::Sender<Option<Arc<ServerConfig>>>, cfg: &Arc<ServerConfig>| {
             tx.send_if_modified(|cur| {
@@ -111,18 +129,27 @@ impl AgentTls {
 
     /// What the HTTP accept loop presents.
     pub(crate) fn http_rx(&self) -> TlsRx {
-        self.http_tx.subscribe()
+        TlsRx {
+            config: self.http_tx.subscribe(),
+            open: self.http_open.clone(),
+        }
     }
 
     /// What the gRPC accept loop presents.
     pub(crate) fn grpc_rx(&self) -> TlsRx {
-        self.grpc_tx.subscribe()
+        TlsRx {
+            config: self.grpc_tx.subscribe(),
+            open: self.grpc_open.clone(),
+        }
     }
 }
 
 /// A receiver that always says "plain TCP".
 pub(crate) fn plain() -> TlsRx {
-    watch::channel(None).1
+    TlsRx {
+        config: watch::channel(None).1,
+        open: OpenConns::default(),
+    }
 }
 
 fn cert(pem: &str) -> Result<CertificateDer<'static>, SimError> {

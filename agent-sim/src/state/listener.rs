@@ -88,13 +88,17 @@ pub(crate) async fn accept_loop<F, Fut>(
     listener: TcpListener,
     mut faults: watch::Receiver<Arc<FaultSet>>,
     mut shutdown: watch::Receiver<bool>,
-    mut tls: TlsRx,
+    tls: TlsRx,
     serve: F,
 ) where
     F: Fn(BoxIo, SocketAddr) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
     let serve = Arc::new(serve);
+    let TlsRx {
+        config: mut tls,
+        open,
+    } = tls;
     let mut tls_open = true;
     let addr = match listener.local_addr() {
         Ok(a) => a,
@@ -149,11 +153,14 @@ pub(crate) async fn accept_loop<F, Fut>(
                     let _ = stream.set_nodelay(true);
                     let config = tls.borrow().clone();
                     let serve = serve.clone();
-                    conns.spawn(async move {
+                    let handle = conns.spawn(async move {
                         if let Some(io) = handshake(stream, config).await {
                             serve(io, peer).await;
                         }
                     });
+                    let mut open = open.lock();
+                    open.retain(|h| !h.is_finished());
+                    open.push(handle);
                 }
                 Err(e) => {
                     // EMFILE and friends: back off briefly instead of spinning.

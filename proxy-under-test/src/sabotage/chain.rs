@@ -42,29 +42,33 @@ pub(crate) fn leaf(leaf: Leaf, set: Sabotages) -> Option<Leaf> {
     Some(leaf)
 }
 
-/// Whether a root PEM survives. `p256-only`: its key is P-256. Consul's agent issues P-256 leaf
+/// `p256-only`: whether a root PEM survives (its key is P-256). Consul's agent issues P-256 leaf
 /// keys whatever the CA's key type, so a proxy that hard-codes P-256 breaks on the roots: an RSA
 /// or P-384 root is dropped as unusable, and peers whose leaves chain to it are refused.
-/// `require-ca-spiffe-san`: it carries a `spiffe://` URI SAN (a root from a CA provider that
-/// bends SPIFFE is dropped, so no peer verifies).
 pub(crate) fn root_usable(pem: &str, set: Sabotages) -> bool {
     use rustls_pki_types::pem::PemObject;
-    let der = CertificateDer::from_pem_slice(pem.as_bytes());
-    if set.contains(Sabotage::P256Only)
-        && !der
-            .as_ref()
-            .is_ok_and(|der| KeyKind::of_cert(der) == KeyKind::EcP256)
-    {
+    if !set.contains(Sabotage::P256Only) {
+        return true;
+    }
+    let usable = CertificateDer::from_pem_slice(pem.as_bytes())
+        .is_ok_and(|der| KeyKind::of_cert(&der) == KeyKind::EcP256);
+    if !usable {
         tracing::error!("unsupported root key type (sabotage p256-only); dropping the root");
-        return false;
     }
-    if set.contains(Sabotage::RequireCaSpiffeSan) && !der.as_ref().is_ok_and(has_spiffe_uri) {
-        tracing::error!(
-            "root certificate has no SPIFFE URI SAN (sabotage require-ca-spiffe-san); dropping the root"
-        );
-        return false;
+    usable
+}
+
+/// `require-ca-spiffe-san`: a peer whose chain holds a CA certificate (the intermediates it
+/// presents) without a `spiffe://` URI SAN is refused, as by a proxy that takes the trust domain
+/// from the signing CA and has no opt-out for providers that bend SPIFFE.
+pub(crate) fn ca_san_problem(chain: &[CertificateDer<'_>], set: Sabotages) -> Option<String> {
+    if !set.contains(Sabotage::RequireCaSpiffeSan) {
+        return None;
     }
-    true
+    chain.iter().skip(1).any(|c| !has_spiffe_uri(c)).then(|| {
+        "a CA certificate in the chain has no SPIFFE trust-domain URI SAN (sabotage require-ca-spiffe-san)"
+            .to_owned()
+    })
 }
 
 /// Whether a certificate carries a `spiffe://` URI SAN.

@@ -81,14 +81,18 @@ impl Hooks {
     }
 
     /// The peer's identity under `authorize-by-cn` (a Subject CN names the service) or
-    /// `accept-any-trusted-cert` (no service SPIFFE ID: the service `unknown`); `None` = the
-    /// normal rules.
+    /// `accept-any-trusted-cert` (no service SPIFFE ID: the service `unknown`), or its refusal
+    /// under `require-ca-spiffe-san` (a CA certificate in its chain without a SPIFFE URI SAN);
+    /// `None` = the normal rules.
     pub(crate) fn identify(
         &self,
         chain: &[CertificateDer<'_>],
         snap: &Snapshot,
     ) -> Option<Result<ServiceId, String>> {
         let leaf = chain.first()?;
+        if let Some(problem) = chain::ca_san_problem(chain, self.set) {
+            return Some(Err(problem));
+        }
         let as_service = |service: String| ServiceId {
             trust_domain: snap.roots.trust_domain.clone(),
             partition: "default".into(),

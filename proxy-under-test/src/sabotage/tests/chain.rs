@@ -146,15 +146,26 @@ async fn roots_only_verification_refuses_upstreams_that_need_an_intermediate() {
 }
 
 #[test]
-fn require_ca_spiffe_san_drops_roots_without_one() {
+fn require_ca_spiffe_san_refuses_chains_through_a_ca_without_one() {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
-    let with_san = Ca::root("root", Key::P256).pem();
+    let with_san = Ca::root("root", Key::P256).der();
     let mut p = CertificateParams::default();
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let bare = p.self_signed(&KeyPair::generate().unwrap()).unwrap().pem();
-    let reference = Hooks::new(Sabotages::NONE);
-    let broken = Hooks::new(Sabotage::RequireCaSpiffeSan.into());
-    assert!(reference.root_usable(&with_san) && reference.root_usable(&bare));
-    assert!(broken.root_usable(&with_san));
-    assert!(!broken.root_usable(&bare));
+    let bare = p
+        .self_signed(&KeyPair::generate().unwrap())
+        .unwrap()
+        .der()
+        .clone();
+    let leaf = Ca::root("other", Key::P256)
+        .leaf("web", Key::P256, &[])
+        .chain[0]
+        .clone();
+    let set = Sabotage::RequireCaSpiffeSan.into();
+    assert!(
+        super::super::chain::ca_san_problem(&[leaf.clone(), bare.clone()], Sabotages::NONE)
+            .is_none()
+    );
+    assert!(super::super::chain::ca_san_problem(&[leaf.clone(), bare], set).is_some());
+    assert!(super::super::chain::ca_san_problem(&[leaf.clone(), with_san], set).is_none());
+    assert!(super::super::chain::ca_san_problem(&[leaf], set).is_none());
 }
