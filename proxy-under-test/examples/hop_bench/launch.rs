@@ -108,6 +108,7 @@ fn start_one(
                 grpc_addr: sim.grpc_addr().context("the sim has no gRPC port")?,
                 token: None,
                 admin_bind,
+                agent_ca_pem: None,
             };
             let cfg = dir.join(format!("{name}.json"));
             std::fs::write(&cfg, serde_json::to_vec_pretty(&render(&params))?)?;
