@@ -11,6 +11,7 @@
 //! | `verify_spiffe_uri` | true | false = accept any URI SAN with a `svc/<name>` segment (CA providers that cannot issue Consul SPIFFE IDs) |
 //! | `verify_trust_domain` | false | true = the peer's trust domain must equal the roots' `TrustDomain` (Consul does not check it) |
 //! | `drain_timeout_ms` | 5000 | on shutdown, wait this long for open connections |
+//! | `request_headers_timeout_ms` | 300000 | L7 inbound over HTTP/1.1: a request's headers must arrive within this (Envoy's `stream_idle_timeout` default, 5 min, closes a stream that stops sending) |
 //! | `metrics_bind_addr` | unset | `host:port` for a Prometheus text endpoint at `/metrics` |
 //! | `transparent_passthrough` | false | transparent mode: plain-TCP dial destinations that are not in the mesh instead of refusing them (our stand-in for Consul's mesh config `TransparentProxy.MeshDestinationsOnly = false`; the default, refuse, is Consul's behaviour with `MeshDestinationsOnly = true`) |
 //!
@@ -94,6 +95,8 @@ pub struct Knobs {
     pub metrics_bind_addr: Option<SocketAddr>,
     /// `transparent_passthrough`.
     pub transparent_passthrough: bool,
+    /// `request_headers_timeout_ms`.
+    pub request_headers_timeout: Duration,
 }
 
 impl Default for Knobs {
@@ -110,6 +113,7 @@ impl Default for Knobs {
             drain_timeout: Duration::from_millis(5000),
             metrics_bind_addr: None,
             transparent_passthrough: false,
+            request_headers_timeout: Duration::from_millis(300_000),
         }
     }
 }
@@ -168,6 +172,9 @@ impl Knobs {
         }
         if let Some(v) = ms("local_connect_timeout_ms") {
             k.local_connect_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = ms("request_headers_timeout_ms").filter(|v| *v > 0) {
+            k.request_headers_timeout = Duration::from_millis(v);
         }
         if let Some(v) = ms("handshake_timeout_ms") {
             k.handshake_timeout = Duration::from_millis(v);
