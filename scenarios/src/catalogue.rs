@@ -175,6 +175,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/discovery-chain-redirect.toml"),
     ),
     (
+        "catalogue/extended/mesh-tls-versions.toml",
+        include_str!("../catalogue/extended/mesh-tls-versions.toml"),
+    ),
+    (
         "catalogue/transparent/hostname-endpoint.toml",
         include_str!("../catalogue/transparent/hostname-endpoint.toml"),
     ),

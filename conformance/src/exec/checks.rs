@@ -42,6 +42,7 @@ impl Exec<'_> {
         plan.late = within.and_then(|w| w.late);
         let material = match &exp.check {
             Check::Inbound { identity, .. }
+            | Check::TlsHandshake { identity, .. }
             | Check::Http {
                 identity: Some(identity),
                 conn: None,

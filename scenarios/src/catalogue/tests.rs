@@ -67,6 +67,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "agent-restart",
             "agent-restart-policy",
             "acl-token-file",
+            "mesh-tls-versions",
         ],
     ),
     (
