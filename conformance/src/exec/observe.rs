@@ -29,13 +29,9 @@ impl Exec<'_> {
                 negotiated_cipher,
                 ..
             } => {
-                let got = probe::tls_handshake(
-                    inbound,
-                    material,
-                    tls_version.as_deref(),
-                    cipher_suites,
-                )
-                .await;
+                let got =
+                    probe::tls_handshake(inbound, material, tls_version.as_deref(), cipher_suites)
+                        .await;
                 match (got, outcome) {
                     (Ok((v, c)), Expected::Allowed) => {
                         let ok = negotiated_cipher.as_ref().is_none_or(|want| *want == c);

@@ -29,10 +29,13 @@ pub(crate) async fn tls_handshake(
     let name = ServerName::try_from("db.conformance.invalid")
         .map_err(|e| e.to_string())?
         .to_owned();
-    let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, TlsConnector::from(cfg).connect(name, tcp))
-        .await
-        .map_err(|_| "TLS handshake timed out".to_owned())?
-        .map_err(|e| format!("TLS handshake failed: {e}"))?;
+    let stream = tokio::time::timeout(
+        HANDSHAKE_TIMEOUT,
+        TlsConnector::from(cfg).connect(name, tcp),
+    )
+    .await
+    .map_err(|_| "TLS handshake timed out".to_owned())?
+    .map_err(|e| format!("TLS handshake failed: {e}"))?;
     let (_, conn) = stream.get_ref();
     let version = conn
         .protocol_version()

@@ -305,7 +305,10 @@ impl State {
     /// A complete snapshot, or `None` while registration, leaf, roots, intentions, the default
     /// policy or the first answer about the mesh entry is missing.
     pub(crate) fn snapshot(&self) -> Option<Snapshot> {
-        let mesh = self.hooks.mesh_entry(self.mesh.clone()?).unwrap_or_default();
+        let mesh = self
+            .hooks
+            .mesh_entry(self.mesh.clone()?)
+            .unwrap_or_default();
         let svc = self.service.as_ref()?;
         let proxy = svc.proxy.as_ref()?;
         let (leaf, roots) = (self.leaf.clone()?, self.roots.clone()?);

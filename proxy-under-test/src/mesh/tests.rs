@@ -14,8 +14,10 @@ fn no_entry_means_consuls_defaults() {
     let e = MeshEntry::default();
     assert_eq!(e.path_normalization(), PathNormalization::default());
     assert_eq!(e.settings(), MeshSettings::default());
-    let minimal = entry(json!({"Kind": "mesh", "TransparentProxy": {"MeshDestinationsOnly": false},
-                               "CreateIndex": 3, "ModifyIndex": 3, "Future": 1}));
+    let minimal = entry(
+        json!({"Kind": "mesh", "TransparentProxy": {"MeshDestinationsOnly": false},
+                               "CreateIndex": 3, "ModifyIndex": 3, "Future": 1}),
+    );
     assert_eq!(minimal.settings(), MeshSettings::default());
 }
 
@@ -45,7 +47,10 @@ fn every_field_lands() {
     assert!(s.sanitize_xfcc && s.mesh_destinations_only);
     assert_eq!(s.tls_incoming.min, Some(TlsVersion::Tls13));
     assert_eq!(s.tls_incoming.max, None);
-    assert_eq!(s.tls_outgoing.min, None, "a floor below 1.2 is no floor here");
+    assert_eq!(
+        s.tls_outgoing.min, None,
+        "a floor below 1.2 is no floor here"
+    );
     assert_eq!(s.tls_outgoing.max, Some(TlsVersion::Tls12));
     assert_eq!(
         s.tls_outgoing.cipher_suites,

@@ -94,7 +94,10 @@ pub struct MeshHttpConfig {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MeshDirectionalHttpConfig {
-    #[serde(rename = "RequestNormalization", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "RequestNormalization",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub request_normalization: Option<RequestNormalization>,
 }
 
@@ -196,7 +199,10 @@ const ENVOY_CIPHER_SUITES: [(&str, &str); 14] = [
         "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
         "ECDHE-RSA-CHACHA20-POLY1305",
     ),
-    ("TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "ECDHE-ECDSA-AES128-SHA"),
+    (
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+        "ECDHE-ECDSA-AES128-SHA",
+    ),
     ("TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "ECDHE-RSA-AES128-SHA"),
     ("TLS_RSA_WITH_AES_128_GCM_SHA256", "AES128-GCM-SHA256"),
     ("TLS_RSA_WITH_AES_128_CBC_SHA", "AES128-SHA"),
@@ -208,7 +214,10 @@ const ENVOY_CIPHER_SUITES: [(&str, &str); 14] = [
         "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
         "ECDHE-RSA-AES256-GCM-SHA384",
     ),
-    ("TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "ECDHE-ECDSA-AES256-SHA"),
+    (
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+        "ECDHE-ECDSA-AES256-SHA",
+    ),
     ("TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "ECDHE-RSA-AES256-SHA"),
     ("TLS_RSA_WITH_AES_256_GCM_SHA384", "AES256-GCM-SHA384"),
     ("TLS_RSA_WITH_AES_256_CBC_SHA", "AES256-SHA"),

@@ -57,7 +57,10 @@ fn read_shape_minimal_and_full() {
     let keys: Vec<&String> = got.as_object().unwrap().keys().collect();
     assert_eq!(keys[0], "Kind", "Go's MarshalJSON puts Kind first");
     assert_eq!(s.list(Kind::Mesh).len(), 1);
-    assert!(s.get(Kind::Mesh, "other").is_none(), "the entry lives under `mesh` only");
+    assert!(
+        s.get(Kind::Mesh, "other").is_none(),
+        "the entry lives under `mesh` only"
+    );
 }
 
 #[test]
@@ -118,10 +121,19 @@ fn permissive_needs_the_mesh_entry_to_allow_it() {
     let pd = json!({"Kind": "proxy-defaults", "Name": "global", "MutualTLSMode": "permissive"});
     let mut s = ConfigEntries::new();
     assert_eq!(put(&mut s, &sd("strict"), 1), Ok(true));
-    assert_eq!(put(&mut s, &sd("permissive"), 2), Err(ConfigError::Invalid(DENIED.into())));
-    assert_eq!(put(&mut s, &pd, 2), Err(ConfigError::Invalid(DENIED.into())));
+    assert_eq!(
+        put(&mut s, &sd("permissive"), 2),
+        Err(ConfigError::Invalid(DENIED.into()))
+    );
+    assert_eq!(
+        put(&mut s, &pd, 2),
+        Err(ConfigError::Invalid(DENIED.into()))
+    );
     put(&mut s, &json!({"Kind": "mesh"}), 3).unwrap();
-    assert_eq!(put(&mut s, &sd("permissive"), 4), Err(ConfigError::Invalid(DENIED.into())));
+    assert_eq!(
+        put(&mut s, &sd("permissive"), 4),
+        Err(ConfigError::Invalid(DENIED.into()))
+    );
 
     let allow = json!({"Kind": "mesh", "AllowEnablingPermissiveMutualTLS": true});
     put(&mut s, &allow, 5).unwrap();
@@ -138,7 +150,10 @@ fn permissive_needs_the_mesh_entry_to_allow_it() {
     keep["Protocol"] = json!("http");
     assert_eq!(put(&mut s, &keep, 9), Ok(true));
     assert_eq!(put(&mut s, &sd(""), 10), Ok(true));
-    assert_eq!(put(&mut s, &sd("permissive"), 11), Err(ConfigError::Invalid(DENIED.into())));
+    assert_eq!(
+        put(&mut s, &sd("permissive"), 11),
+        Err(ConfigError::Invalid(DENIED.into()))
+    );
     assert_eq!(
         s.central_config_for("web").mutual_tls_mode.as_deref(),
         Some("permissive"),

@@ -75,7 +75,10 @@ impl ConfigEntries {
         if new_mode != "permissive" || existing.and_then(mode).as_deref() == Some("permissive") {
             return Ok(());
         }
-        if self.mesh().is_some_and(|m| m.allow_enabling_permissive_mutual_tls) {
+        if self
+            .mesh()
+            .is_some_and(|m| m.allow_enabling_permissive_mutual_tls)
+        {
             return Ok(());
         }
         Err(ConfigError::Invalid(PERMISSIVE_NOT_ALLOWED.into()))

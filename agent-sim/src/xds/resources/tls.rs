@@ -6,12 +6,12 @@ use envoy_types::pb::envoy::config::core::v3::{
     AggregatedConfigSource, ApiVersion, ConfigSource, DataSource, TransportSocket,
     config_source::ConfigSourceSpecifier, data_source::Specifier, transport_socket::ConfigType,
 };
+use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::tls_parameters::TlsProtocol;
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
     CertificateValidationContext, CommonTlsContext, DownstreamTlsContext, SdsSecretConfig, Secret,
     TlsCertificate, TlsParameters, UpstreamTlsContext, common_tls_context::ValidationContextType,
     secret,
 };
-use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::tls_parameters::TlsProtocol;
 use envoy_types::pb::envoy::r#type::matcher::v3::{StringMatcher, string_matcher::MatchPattern};
 use envoy_types::pb::google::protobuf::BoolValue;
 

@@ -191,7 +191,10 @@ fn snapshot_needs_every_piece() {
         )
         .unwrap(),
     );
-    assert!(st.snapshot().is_none(), "no answer about the mesh entry yet");
+    assert!(
+        st.snapshot().is_none(),
+        "no answer about the mesh entry yet"
+    );
     st.mesh = Some(None);
     let snap = st.snapshot().unwrap();
     assert_eq!(snap.public_listener.to_string(), "0.0.0.0:21000");

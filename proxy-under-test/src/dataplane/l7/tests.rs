@@ -286,5 +286,8 @@ async fn half_a_request_head_cannot_hold_the_connection() {
         started.elapsed()
     );
     let (_tx2, _dp2, mut sender) = public_only_db().await;
-    assert_eq!(send(&mut sender, "GET", "/public/index", &[]).await.0, StatusCode::OK);
+    assert_eq!(
+        send(&mut sender, "GET", "/public/index", &[]).await.0,
+        StatusCode::OK
+    );
 }

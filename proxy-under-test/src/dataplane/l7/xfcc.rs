@@ -107,7 +107,10 @@ mod tests {
         let own_der = own.certified.cert[0].clone();
         let web_chain = web.certified.cert.clone();
         let mut h = HeaderMap::new();
-        h.insert(XFCC, HeaderValue::from_static("URI=spiffe://evil/ns/default/dc/dc1/svc/admin"));
+        h.insert(
+            XFCC,
+            HeaderValue::from_static("URI=spiffe://evil/ns/default/dc/dc1/svc/admin"),
+        );
         apply(&mut h, true, &own_der, &web_chain);
         let v = h.get(XFCC).unwrap().to_str().unwrap();
         let elements: Vec<&str> = v.split(',').collect();
@@ -116,7 +119,10 @@ mod tests {
         assert!(last.starts_with("By=spiffe://"), "{last}");
         assert!(last.contains("/svc/db;Hash="), "{last}");
         assert!(last.ends_with("/svc/web"), "{last}");
-        assert!(last.contains("Cert=\"-----BEGIN%20CERTIFICATE-----%0A"), "{last}");
+        assert!(
+            last.contains("Cert=\"-----BEGIN%20CERTIFICATE-----%0A"),
+            "{last}"
+        );
         assert!(last.contains(";Subject=\"\";URI=spiffe://"), "{last}");
         let mut h = HeaderMap::new();
         apply(&mut h, true, &own_der, &web_chain);

@@ -5,13 +5,13 @@
 //! mTLS filter chain (transparent mode only). Each shape is put before `envoy --mode validate`.
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use envoy_types::pb::envoy::config::core::v3::transport_socket;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
 use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{TcpProxy, tcp_proxy};
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
     DownstreamTlsContext, TlsParameters,
 };
-use envoy_types::pb::envoy::config::core::v3::transport_socket;
 use envoy_types::pb::google::protobuf::BoolValue;
 use serde_json::{Value, json};
 
@@ -80,20 +80,30 @@ fn request_normalization_follows_the_mesh_entry() {
         2
     );
     // ALLOW is Envoy's default: no common options at all.
-    c.upsert_config_entry(&json!({"Kind": "mesh", "HTTP": {"Incoming": {"RequestNormalization": {
-        "HeadersWithUnderscoresAction": "ALLOW"}}}}))
-        .expect("mesh");
-    assert!(hcm(&c, TlsMode::Inline).common_http_protocol_options.is_none());
+    c.upsert_config_entry(
+        &json!({"Kind": "mesh", "HTTP": {"Incoming": {"RequestNormalization": {
+        "HeadersWithUnderscoresAction": "ALLOW"}}}}),
+    )
+    .expect("mesh");
+    assert!(
+        hcm(&c, TlsMode::Inline)
+            .common_http_protocol_options
+            .is_none()
+    );
 }
 
 #[test]
 fn sanitize_xfcc_drops_forwarding_and_grpc_never_forwards() {
     let c = sim();
-    http_web(&c, &json!({"Kind": "mesh", "HTTP": {"SanitizeXForwardedClientCert": true}}));
+    http_web(
+        &c,
+        &json!({"Kind": "mesh", "HTTP": {"SanitizeXForwardedClientCert": true}}),
+    );
     let h = hcm(&c, TlsMode::Inline);
     assert_eq!(h.forward_client_cert_details, 0, "SANITIZE");
     assert!(h.set_current_client_cert_details.is_none());
-    c.upsert_config_entry(&json!({"Kind": "mesh"})).expect("mesh");
+    c.upsert_config_entry(&json!({"Kind": "mesh"}))
+        .expect("mesh");
     let h = hcm(&c, TlsMode::Inline);
     assert_eq!(h.forward_client_cert_details, 2, "APPEND_FORWARD");
     assert!(h.set_current_client_cert_details.is_some());
@@ -129,7 +139,10 @@ fn tls_params_come_from_each_direction() {
         assert_eq!(up.tls_maximum_protocol_version, 3);
         assert_eq!(
             up.cipher_suites,
-            ["ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305"]
+            [
+                "ECDHE-ECDSA-AES256-GCM-SHA384",
+                "ECDHE-ECDSA-CHACHA20-POLY1305"
+            ]
         );
         validate("mesh tls params", &r).expect("envoy accepts");
     }
@@ -165,8 +178,10 @@ fn mesh_destinations_only_drops_the_passthrough() {
     let l: Listener = get(&r, types::LISTENER, "outbound_listener:127.0.0.1:15001");
     assert!(l.default_filter_chain.is_some());
     assert!(r.get(types::CLUSTER, "original-destination").is_some());
-    c.upsert_config_entry(&json!({"Kind": "mesh", "TransparentProxy": {"MeshDestinationsOnly": true}}))
-        .expect("mesh");
+    c.upsert_config_entry(
+        &json!({"Kind": "mesh", "TransparentProxy": {"MeshDestinationsOnly": true}}),
+    )
+    .expect("mesh");
     let r = build_tweb(&c);
     assert!(r.get(types::CLUSTER, "original-destination").is_none());
     // Default deny and no upstreams: no chain left, so no outbound listener at all.
@@ -199,7 +214,12 @@ fn permissive_chain_only_with_tproxy_and_the_mode() {
         .expect("permissive allowed");
     }
     // Explicit-mode web: never a plaintext chain (golden without-tproxy-and-permissive-mtls).
-    assert_eq!(public(&build(&c, TlsMode::Inline).resources).filter_chains.len(), 1);
+    assert_eq!(
+        public(&build(&c, TlsMode::Inline).resources)
+            .filter_chains
+            .len(),
+        1
+    );
     let r = build_tweb(&c);
     let l = public_of(&r);
     assert_eq!(l.filter_chains.len(), 2);
