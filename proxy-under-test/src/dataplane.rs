@@ -99,6 +99,8 @@ pub(crate) struct Shared {
     /// `true` = close every open connection now.
     pub(crate) kill: watch::Receiver<bool>,
     pub(crate) conns: watch::Sender<usize>,
+    /// Open inbound (public listener) connections, for `max_inbound_connections`.
+    pub(crate) inbound_open: Arc<AtomicUsize>,
     pub(crate) round_robin: AtomicUsize,
     /// Pooled connections of the L7 outbound path.
     pub(crate) l7_pool: outbound::l7::pool::Pool,
@@ -265,6 +267,7 @@ impl DataPlane {
             stop,
             kill,
             conns: conns_tx,
+            inbound_open: Arc::default(),
             round_robin: AtomicUsize::new(0),
             l7_pool: outbound::l7::pool::Pool::default(),
             l7_states: Mutex::default(),

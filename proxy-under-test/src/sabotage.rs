@@ -180,6 +180,16 @@ pub enum Sabotage {
     /// `ignore-lb-policy`: every load-balancing policy (least request, random, hashing) becomes
     /// round robin.
     IgnoreLbPolicy,
+    /// `ignore-inbound-limit`: `max_inbound_connections` is ignored: every inbound connection
+    /// is served, however many are open.
+    IgnoreInboundLimit,
+    /// `ignore-local-timeouts`: `local_connect_timeout_ms` and `local_request_timeout_ms` are
+    /// ignored: the local application is dialed for as long as the kernel tries (here: 10
+    /// minutes) and its answers are awaited without limit.
+    IgnoreLocalTimeouts,
+    /// `fail-open-on-403`: when the token may not read the destination's intentions (403), the
+    /// proxy allows every source (`* -> db` allow) instead of failing closed.
+    FailOpenOn403,
     /// `ignore-mesh-entry`: the `mesh` config entry is read but never applied: request
     /// normalization, TLS bounds and XFCC handling stay at Consul's no-entry defaults.
     IgnoreMeshEntry,
@@ -191,7 +201,7 @@ pub enum Sabotage {
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 54] = [
+    pub const ALL: [Self; 57] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -244,6 +254,9 @@ impl Sabotage {
         Self::IgnoreHashPolicy,
         Self::StaleRoutes,
         Self::IgnoreLbPolicy,
+        Self::IgnoreInboundLimit,
+        Self::IgnoreLocalTimeouts,
+        Self::FailOpenOn403,
         Self::IgnoreMeshEntry,
         Self::PassSpoofedXfcc,
     ];
@@ -303,6 +316,9 @@ impl Sabotage {
             Self::IgnoreHashPolicy => "ignore-hash-policy",
             Self::StaleRoutes => "stale-routes",
             Self::IgnoreLbPolicy => "ignore-lb-policy",
+            Self::IgnoreInboundLimit => "ignore-inbound-limit",
+            Self::IgnoreLocalTimeouts => "ignore-local-timeouts",
+            Self::FailOpenOn403 => "fail-open-on-403",
             Self::IgnoreMeshEntry => "ignore-mesh-entry",
             Self::PassSpoofedXfcc => "pass-spoofed-xfcc",
         }

@@ -51,12 +51,32 @@ pub enum TlsError {
     Rustls(#[from] rustls::Error),
 }
 
-/// The process's crypto provider: ring.
+/// The process's crypto provider: ring, with its cipher suites in [`prefer_aes128`] order.
 pub fn provider() -> Arc<CryptoProvider> {
     static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
     PROVIDER
-        .get_or_init(|| Arc::new(rustls::crypto::ring::default_provider()))
+        .get_or_init(|| {
+            let mut p = rustls::crypto::ring::default_provider();
+            prefer_aes128(&mut p.cipher_suites);
+            Arc::new(p)
+        })
         .clone()
+}
+
+/// Puts the AES-128-GCM suites first (TLS 1.3, then 1.2), keeping every other suite (AES-256-GCM,
+/// ChaCha20-Poly1305) available in its order: what the field's proxies negotiate (BoringSSL
+/// offers and prefers AES-128-GCM), and about a third cheaper per byte than AES-256 (10 AES
+/// rounds, not 14). ring's default order starts with AES-256. The order is both what we offer
+/// as a client and what we prefer as a server (rustls honours the client's order by default).
+pub(crate) fn prefer_aes128(suites: &mut [rustls::SupportedCipherSuite]) {
+    use rustls::CipherSuite as C;
+    let rank = |s: &rustls::SupportedCipherSuite| match s.suite() {
+        C::TLS13_AES_128_GCM_SHA256 => 0,
+        C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 | C::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => 1,
+        _ => 2,
+    };
+    // Stable: the rest keep ring's order.
+    suites.sort_by_key(rank);
 }
 
 /// The proxied service's leaf certificate and key.

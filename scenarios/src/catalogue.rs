@@ -163,6 +163,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/agent-restart-policy.toml"),
     ),
     (
+        "catalogue/extended/authorize-cert-serial.toml",
+        include_str!("../catalogue/extended/authorize-cert-serial.toml"),
+    ),
+    (
         "catalogue/extended/config-change.toml",
         include_str!("../catalogue/extended/config-change.toml"),
     ),
@@ -175,8 +179,20 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/discovery-chain-redirect.toml"),
     ),
     (
+        "catalogue/extended/inbound-connection-limit.toml",
+        include_str!("../catalogue/extended/inbound-connection-limit.toml"),
+    ),
+    (
+        "catalogue/extended/inbound-local-request-timeout.toml",
+        include_str!("../catalogue/extended/inbound-local-request-timeout.toml"),
+    ),
+    (
         "catalogue/extended/mesh-tls-versions.toml",
         include_str!("../catalogue/extended/mesh-tls-versions.toml"),
+    ),
+    (
+        "catalogue/extended/token-without-intentions-read.toml",
+        include_str!("../catalogue/extended/token-without-intentions-read.toml"),
     ),
     (
         "catalogue/transparent/hostname-endpoint.toml",

@@ -86,6 +86,9 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "ignore-hash-policy",
     "stale-routes",
     "ignore-lb-policy",
+    "ignore-inbound-limit",
+    "ignore-local-timeouts",
+    "fail-open-on-403",
     "ignore-mesh-entry",
     "pass-spoofed-xfcc",
 ];

@@ -269,6 +269,7 @@ impl Play {
             }
             Step::Issue { .. }
             | Step::Instance { .. }
+            | Step::App { .. }
             | Step::OpenUpstream { .. }
             | Step::Open { .. }
             | Step::Mark { .. }

@@ -316,7 +316,7 @@ impl State {
         if intentions.destination() != proxy.destination_service_name {
             return None;
         }
-        let knobs = Knobs::from_config(&proxy.config);
+        let knobs = self.hooks.knobs(Knobs::from_config(&proxy.config));
         let local_app = sockets::local_app(proxy);
         let local_app = self.hooks.local_app(local_app, proxy);
         let upstreams = upstream_specs(svc)

@@ -5,7 +5,9 @@
 //! applies to the next request or stream on a connection that is already open; refused ones get
 //! Envoy's RBAC answer (403 `RBAC: access denied`, or `grpc-status: 7` for gRPC calls), allowed
 //! ones go to the local application ([`app`]: HTTP/1.1, or h2c for `http2`/`grpc`). Bodies,
-//! trailers and flow control pass through hyper's streaming bodies; a stream reset by the
+//! trailers and flow control pass through hyper's streaming bodies; with
+//! `local_request_timeout_ms` an answer whose headers do not come in time is replaced by Envoy's
+//! `504 upstream request timeout`; a stream reset by the
 //! application is reset towards the caller with the same reason, and one reset by the caller is
 //! reset towards the application.
 
@@ -23,7 +25,6 @@ use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
 use self::app::{AppClient, AppError};
@@ -91,7 +92,24 @@ impl Forwarder {
         if let Some(own) = snap.leaf.certified.cert.first() {
             xfcc::apply(req.headers_mut(), forward_xfcc, own, &self.peer.chain);
         }
-        match self.app.send(&snap, req).await {
+        let sent = match snap.knobs.local_request_timeout {
+            None => self.app.send(&snap, req).await,
+            Some(limit) => match tokio::time::timeout(limit, self.app.send(&snap, req)).await {
+                Ok(sent) => sent,
+                Err(_) => {
+                    // Envoy's route timeout (`local_request_timeout_ms`): 504, and the
+                    // application connection that still owes the answer is not reused.
+                    self.app.forget().await;
+                    tracing::info!(app = %snap.local_app, ?limit, "local application did not answer in time");
+                    return Ok(reply::local(
+                        grpc,
+                        StatusCode::GATEWAY_TIMEOUT,
+                        "upstream request timeout",
+                    ));
+                }
+            },
+        };
+        match sent {
             Ok(resp) => Ok(resp.map(|b| response_body(&snap, b))),
             Err(AppError::Request(e)) if snap.knobs.protocol.is_h2() => {
                 tracing::info!(app = %snap.local_app, error = %e, "stream to the local application failed; resetting the caller's stream");
@@ -178,7 +196,7 @@ pub(crate) fn response_body(snap: &Snapshot, body: Incoming) -> Body {
 }
 
 pub(crate) async fn serve(
-    stream: TlsStream<TcpStream>,
+    stream: TlsStream<super::inbound::Wire>,
     peer: Peer,
     snap: Arc<Snapshot>,
     shared: Arc<Shared>,

@@ -18,6 +18,7 @@ use crate::agent::AgentClient;
 use crate::agent::types::AgentProxy;
 use crate::authz::{Decision, DefaultPolicy, IntentionSet};
 use crate::dataplane::l7::Body;
+use crate::knobs::Knobs;
 use crate::mesh::MeshEntry;
 use crate::normalize::{EscapedSlashes, PathNormalization};
 use crate::snapshot::{Endpoint, LocalApp, Snapshot};
@@ -208,6 +209,19 @@ impl Hooks {
             .into_iter()
             .filter(|e| e.host.parse::<IpAddr>().is_ok())
             .collect()
+    }
+
+    /// `ignore-inbound-limit` / `ignore-local-timeouts`: the knobs of a proxy that does not
+    /// implement those keys.
+    pub(crate) fn knobs(&self, mut knobs: Knobs) -> Knobs {
+        if self.has(Sabotage::IgnoreInboundLimit) {
+            knobs.max_inbound_connections = None;
+        }
+        if self.has(Sabotage::IgnoreLocalTimeouts) {
+            knobs.local_connect_timeout = std::time::Duration::from_secs(600);
+            knobs.local_request_timeout = None;
+        }
+        knobs
     }
 
     /// `ignore-app-socket`: the local app as a proxy without socket support sees it.

@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 54] = [
+const CATALOGUE: [&str; 57] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -70,6 +70,9 @@ const CATALOGUE: [&str; 54] = [
     "ignore-hash-policy",
     "stale-routes",
     "ignore-lb-policy",
+    "ignore-inbound-limit",
+    "ignore-local-timeouts",
+    "fail-open-on-403",
     "ignore-mesh-entry",
     "pass-spoofed-xfcc",
 ];

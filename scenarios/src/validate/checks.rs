@@ -275,6 +275,7 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             }
             Ok(())
         }
+        Check::AuthorizeSerial => Ok(()),
         Check::IndexResetHonoured => {
             if st.index_reset {
                 Ok(())

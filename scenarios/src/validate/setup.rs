@@ -26,6 +26,16 @@ pub(super) fn check_setup(at: &FieldPath, setup: &Setup) -> Result<(), FieldErro
     if let Some(p) = &setup.protocol {
         one_of(&at.key("protocol"), p, PROTOCOLS)?;
     }
+    if setup
+        .token_rules
+        .as_deref()
+        .is_some_and(|r| r.trim().is_empty())
+    {
+        return Err(FieldError::new(
+            at.key("token_rules"),
+            "empty: leave `token_rules` out for the harness's default rules",
+        ));
+    }
     if let Some(t) = &setup.transparent
         && t.outbound_port == Some(0)
     {

@@ -230,6 +230,24 @@ impl ConfigEntries {
             if !sd.expose.is_zero() {
                 out.expose = serde_json::to_value(&sd.expose).ok();
             }
+            // `ComputeResolvedServiceConfig` (agent/configentry/resolve.go): these four land in
+            // the resolved `ProxyConfig`, over the proxy-defaults' keys of the same name.
+            let pc = &mut out.proxy_config;
+            if !sd.balance_inbound_connections.is_empty() {
+                pc.insert(
+                    "balance_inbound_connections".into(),
+                    sd.balance_inbound_connections.clone().into(),
+                );
+            }
+            for (key, value) in [
+                ("max_inbound_connections", sd.max_inbound_connections),
+                ("local_connect_timeout_ms", sd.local_connect_timeout_ms),
+                ("local_request_timeout_ms", sd.local_request_timeout_ms),
+            ] {
+                if value > 0 {
+                    pc.insert(key.into(), value.into());
+                }
+            }
         }
         out
     }

@@ -1,5 +1,6 @@
 //! Listeners (`agent/xds/listeners.go`): the public listener `public_listener:<addr>:<port>`
-//! (mTLS; L4: network RBAC then `tcp_proxy` to `local_app`; HTTP: connection manager that
+//! (mTLS; L4: network RBAC then `tcp_proxy` to `local_app`; with `max_inbound_connections` a
+//! `connection_limit` filter before the terminal one; HTTP: connection manager that
 //! normalizes requests as the `mesh` entry says, with the HTTP RBAC filter, the router and
 //! client-cert forwarding unless sanitized; in transparent mode with `MutualTLSMode=permissive`
 //! a plaintext chain on the service port) and one outbound listener per upstream
@@ -9,6 +10,10 @@ use envoy_types::pb::envoy::config::core::v3::{
     CidrRange, Http2ProtocolOptions, HttpProtocolOptions, TrafficDirection,
     http_protocol_options::HeadersWithUnderscoresAction,
 };
+use envoy_types::pb::envoy::config::listener::v3::listener::{
+    ConnectionBalanceConfig,
+    connection_balance_config::{BalanceType, ExactBalance},
+};
 use envoy_types::pb::envoy::config::listener::v3::{
     Filter, FilterChain, FilterChainMatch, Listener, ListenerFilter, filter, listener_filter,
 };
@@ -16,6 +21,7 @@ use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::extensions::filters::http::router::v3::Router;
 use envoy_types::pb::envoy::extensions::filters::http::{grpc_http1_bridge, grpc_stats};
 use envoy_types::pb::envoy::extensions::filters::listener::original_dst::v3::OriginalDst;
+use envoy_types::pb::envoy::extensions::filters::network::connection_limit::v3::ConnectionLimit;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
     HttpConnectionManager, HttpFilter, Rds,
     http_connection_manager::{
@@ -28,7 +34,7 @@ use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{
     TcpProxy, tcp_proxy::ClusterSpecifier,
 };
 use envoy_types::pb::envoy::r#type::v3::Percent;
-use envoy_types::pb::google::protobuf::{BoolValue, UInt32Value};
+use envoy_types::pb::google::protobuf::{BoolValue, UInt32Value, UInt64Value};
 
 use super::snapshot::{Snapshot, Upstream};
 use super::{any, clusters, endpoints, rbac, routes, tls};
@@ -49,6 +55,7 @@ pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
             route_specifier: Some(RouteSpecifier::RouteConfig(routes::single(
                 "public_listener",
                 "local_app",
+                snap.local_request_timeout_ms,
             ))),
             http_filters: http_filters(&snap.protocol, rbac::http_filter(&rules)),
             tracing: Some(tracing()),
@@ -85,8 +92,16 @@ pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
             &[],
         )
     };
+    // `makeConnectionLimitFilter`: in the one filter chain, after the L4 RBAC filter (which
+    // `injectConnectFilters` puts first) and before the terminal filter.
+    let mut filters = filters;
+    if snap.max_inbound_connections > 0 {
+        let at = filters.len() - 1;
+        filters.insert(at, connection_limit(snap.max_inbound_connections));
+    }
     let mut listener = Listener {
         name: format!("public_listener:{}:{}", snap.public_addr, snap.public_port),
+        connection_balance_config: balance(&snap.balance_inbound_connections),
         address: Some(endpoints::socket_address(
             &snap.public_addr,
             u32::from(snap.public_port),
@@ -383,6 +398,26 @@ fn hcm_filter(hcm: &HttpConnectionManager) -> Filter {
         name: "envoy.filters.network.http_connection_manager".to_owned(),
         config_type: Some(filter::ConfigType::TypedConfig(any(hcm))),
     }
+}
+
+/// `envoy.filters.network.connection_limit` with Consul's stat prefix.
+fn connection_limit(max: u64) -> Filter {
+    let cfg = ConnectionLimit {
+        stat_prefix: "inbound_connection_limit".to_owned(),
+        max_connections: Some(UInt64Value { value: max }),
+        ..Default::default()
+    };
+    Filter {
+        name: "envoy.filters.network.connection_limit".to_owned(),
+        config_type: Some(filter::ConfigType::TypedConfig(any(&cfg))),
+    }
+}
+
+/// `injectConnectionBalanceConfig`: `exact_balance` only.
+fn balance(kind: &str) -> Option<ConnectionBalanceConfig> {
+    (kind == "exact_balance").then_some(ConnectionBalanceConfig {
+        balance_type: Some(BalanceType::ExactBalance(ExactBalance {})),
+    })
 }
 
 fn tcp_proxy(stat_prefix: &str, cluster: &str) -> Filter {

@@ -47,6 +47,10 @@ fn downstream_params(l: &Listener) -> TlsParameters {
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn request_normalization_follows_the_mesh_entry() {
     let c = sim();
     http_web(
@@ -116,6 +120,10 @@ fn sanitize_xfcc_drops_forwarding_and_grpc_never_forwards() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn tls_params_come_from_each_direction() {
     let c = sim();
     let mesh = json!({"Kind": "mesh", "TLS": {
@@ -171,6 +179,10 @@ fn build_tweb(c: &Control) -> types::Resources {
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn mesh_destinations_only_drops_the_passthrough() {
     let c = sim();
     transparent_web(&c);
@@ -194,6 +206,10 @@ fn mesh_destinations_only_drops_the_passthrough() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn permissive_chain_only_with_tproxy_and_the_mode() {
     let c = sim();
     transparent_web(&c);
