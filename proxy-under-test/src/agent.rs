@@ -20,10 +20,13 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use self::assemble::{ChainKey, HealthKey, State, all_targets, targets_for, upstream_specs};
+use self::assemble::{
+    ChainKey, HealthKey, QueryKey, State, all_targets, query_poll_interval, targets_for,
+    upstream_specs,
+};
 pub(crate) use self::client::seg;
 pub use self::client::{AgentClient, Blocking, REQUEST_TIMEOUT, http_timeout, normalize_addr};
-use self::types::{AgentService, CaRoots, CompiledChain, HealthEntry, LeafCert};
+use self::types::{AgentService, CaRoots, CompiledChain, HealthEntry, LeafCert, QueryExecution};
 use crate::authz::{DefaultPolicy, Intention, IntentionSet};
 use crate::metrics::Metrics;
 use crate::seam::Hooks;
@@ -92,6 +95,7 @@ pub(crate) enum Update {
     Policy(DefaultPolicy),
     Chain(ChainKey, Box<CompiledChain>),
     Health(HealthKey, Vec<HealthEntry>),
+    Query(QueryKey, Box<QueryExecution>),
 }
 
 /// Aborts its task when dropped.
@@ -140,6 +144,7 @@ struct Watches {
     destination: Option<(String, Task, Task)>,
     chains: BTreeMap<ChainKey, Task>,
     health: BTreeMap<HealthKey, Task>,
+    queries: BTreeMap<QueryKey, Task>,
 }
 
 async fn run(
@@ -190,6 +195,7 @@ async fn run(
         destination: None,
         chains: BTreeMap::new(),
         health: BTreeMap::new(),
+        queries: BTreeMap::new(),
     };
     loop {
         reconcile(&state, &mut w, &client, timing, &metrics, &tx);
@@ -277,6 +283,10 @@ fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
         Update::Health(key, entries) => {
             state.health.insert(key, entries);
         }
+        Update::Query(key, exec) => {
+            tracing::debug!(query = %key.0, instances = exec.nodes.len(), "prepared query executed");
+            state.queries.insert(key, *exec);
+        }
     }
 }
 
@@ -318,7 +328,25 @@ fn reconcile(
         ));
         w.destination = Some((dest, Task(leaf), Task(ixn)));
     }
-    let specs = upstream_specs(svc);
+    let (queries, specs): (Vec<_>, Vec<_>) =
+        upstream_specs(svc).into_iter().partition(|s| s.query);
+    let interval = query_poll_interval(&proxy.config);
+    w.queries
+        .retain(|k, _| queries.iter().any(|s| &s.query_key() == k));
+    for spec in &queries {
+        let key = spec.query_key();
+        if !w.queries.contains_key(&key) {
+            let task = tokio::spawn(watches::query_watch(
+                client.clone(),
+                key.clone(),
+                interval,
+                t,
+                metrics.clone(),
+                tx.clone(),
+            ));
+            w.queries.insert(key, Task(task));
+        }
+    }
     w.chains
         .retain(|k, _| specs.iter().any(|s| &s.chain_key() == k));
     let mut wanted_health = Vec::new();

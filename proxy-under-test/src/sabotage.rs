@@ -180,11 +180,13 @@ pub enum Sabotage {
     /// `ignore-lb-policy`: every load-balancing policy (least request, random, hashing) becomes
     /// round robin.
     IgnoreLbPolicy,
+    /// `never-repoll-query`: a prepared-query upstream is executed once and never again.
+    NeverRepollQuery,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 52] = [
+    pub const ALL: [Self; 53] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -237,6 +239,7 @@ impl Sabotage {
         Self::IgnoreHashPolicy,
         Self::StaleRoutes,
         Self::IgnoreLbPolicy,
+        Self::NeverRepollQuery,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -294,6 +297,7 @@ impl Sabotage {
             Self::IgnoreHashPolicy => "ignore-hash-policy",
             Self::StaleRoutes => "stale-routes",
             Self::IgnoreLbPolicy => "ignore-lb-policy",
+            Self::NeverRepollQuery => "never-repoll-query",
         }
     }
 

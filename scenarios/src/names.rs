@@ -86,6 +86,7 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "ignore-hash-policy",
     "stale-routes",
     "ignore-lb-policy",
+    "never-repoll-query",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

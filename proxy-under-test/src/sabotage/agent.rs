@@ -32,6 +32,8 @@ struct Status {
     failing: AtomicBool,
     /// The last request got no answer at all.
     unreachable: AtomicBool,
+    /// `never-repoll-query`: a prepared query was executed once already.
+    query_executed: AtomicBool,
     /// `stall-after-index-reset`: the highest index sent per request.
     highest: Mutex<HashMap<String, u64>>,
 }
@@ -64,6 +66,11 @@ impl ClientHooks {
     /// Whether a request must never be sent: repeated reads of data fetched "once", the service
     /// watch under `ignore-config-changes`, any discovery chain under `ignore-discovery-chain`.
     fn parks(&self, path: &str, query: &[(&str, String)]) -> bool {
+        if path.starts_with("/v1/query/") {
+            // Prepared queries do not block: every execute after the first is a re-poll.
+            return self.has(Sabotage::NeverRepollQuery)
+                && self.status.query_executed.swap(true, Ordering::Relaxed);
+        }
         let repeat = query.iter().any(|(k, _)| *k == "index" || *k == "hash");
         let once: &[Sabotage] = if path.starts_with("/v1/discovery-chain/") {
             return self.has(Sabotage::IgnoreDiscoveryChain);

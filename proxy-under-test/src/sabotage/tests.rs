@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 52] = [
+const CATALOGUE: [&str; 53] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -70,6 +70,7 @@ const CATALOGUE: [&str; 52] = [
     "ignore-hash-policy",
     "stale-routes",
     "ignore-lb-policy",
+    "never-repoll-query",
 ];
 
 #[test]
