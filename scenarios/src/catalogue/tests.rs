@@ -65,6 +65,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "agent-restart",
             "agent-restart-policy",
             "acl-token-file",
+            "prepared-query-upstream",
         ],
     ),
     (
