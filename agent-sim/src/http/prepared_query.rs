@@ -218,6 +218,7 @@ async fn execute(c: Control, ctx: Ctx, id: String) -> Result<Response, ApiError>
             limit,
             connect,
             near: near.as_deref(),
+            as_agent: false,
         };
         let (body, filtered) = queries::execute(st, &c.store, &args)?;
         Ok((0, with_query_meta(body, &opts, filtered)))

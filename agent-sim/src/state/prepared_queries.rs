@@ -19,7 +19,7 @@ use crate::model::prepared_query::{
 };
 use crate::model::service;
 use crate::state::error::StateError;
-use crate::state::store::{State, Store};
+use crate::state::store::{HealthEntry, State, Store};
 
 /// `PreparedQueryOp`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,6 +223,17 @@ pub(crate) struct ExecuteArgs<'a> {
     pub(crate) connect: bool,
     /// `?near`: `_agent` puts the agent's own node first when it is among the results.
     pub(crate) near: Option<&'a str>,
+    /// The agent's own proxy-config watch (xDS): without a token captured in the query, the
+    /// results are not ACL-filtered (the sim's xDS reads every upstream's instances that way).
+    pub(crate) as_agent: bool,
+}
+
+/// One execution: the (rendered) query, the instances left, and what the filters did.
+pub(crate) struct Execution<'a> {
+    pub(crate) query: PreparedQuery,
+    pub(crate) nodes: Vec<HealthEntry<'a>>,
+    pub(crate) filtered: bool,
+    pub(crate) failovers: usize,
 }
 
 /// `PreparedQuery.Execute`: the response body without the query-meta fields (the HTTP layer
@@ -232,6 +243,33 @@ pub(crate) fn execute(
     store: &Store,
     args: &ExecuteArgs<'_>,
 ) -> Result<(Map<String, Value>, bool), StateError> {
+    let Execution {
+        query: q,
+        nodes,
+        filtered,
+        failovers,
+    } = run(st, store, args)?;
+    let svc = &q.service;
+    let items: Vec<Value> = nodes
+        .iter()
+        .map(|(node, s, checks)| service::health_entry_json(node, &st.with_virtual_ip(s), checks))
+        .collect();
+    let mut body = Map::new();
+    body.insert("Service".into(), json!(svc.service));
+    body.insert("Nodes".into(), Value::Array(items));
+    body.insert("DNS".into(), json!({"TTL": q.dns.ttl}));
+    body.insert("Datacenter".into(), json!(store.cfg.datacenter));
+    body.insert("PeerName".into(), json!(""));
+    body.insert("Failovers".into(), json!(failovers));
+    Ok((body, filtered))
+}
+
+/// Resolves and runs a query (the part of `Execute` before the response is shaped).
+pub(crate) fn run<'a>(
+    st: &'a State,
+    store: &Store,
+    args: &ExecuteArgs<'_>,
+) -> Result<Execution<'a>, StateError> {
     let q = resolve(st, args.id_or_name, "")?;
     let svc = &q.service;
     let connect = svc.connect || args.connect;
@@ -251,8 +289,12 @@ pub(crate) fn execute(
         .collect();
     // The query's own token, if it captured one, else the caller's.
     let token = Some(q.token.as_str()).filter(|t| !t.is_empty()).or(args.token);
-    let authz = acl::resolve(&store.cfg.acl, &st.tokens, token)
-        .map_err(|e| StateError::PermissionDenied(e.to_string()))?;
+    let authz = if args.as_agent && q.token.is_empty() {
+        Authorizer::AllowAll
+    } else {
+        acl::resolve(&store.cfg.acl, &st.tokens, token)
+            .map_err(|e| StateError::PermissionDenied(e.to_string()))?
+    };
     let before = nodes.len();
     nodes.retain(|(node, s, _)| {
         authz.allows(Resource::Node, &node.name, Level::Read)
@@ -276,17 +318,10 @@ pub(crate) fn execute(
     } else {
         0
     };
-    let items: Vec<Value> = nodes
-        .iter()
-        .map(|(node, s, checks)| service::health_entry_json(node, &st.with_virtual_ip(s), checks))
-        .collect();
-    let mut body = Map::new();
-    body.insert("Service".into(), json!(svc.service));
-    body.insert("Nodes".into(), Value::Array(items));
-    body.insert("DNS".into(), json!({"TTL": q.dns.ttl}));
-    body.insert("Datacenter".into(), json!(store.cfg.datacenter));
-    body.insert("PeerName".into(), json!(""));
-    body.insert("Failovers".into(), json!(failovers));
-    Ok((body, filtered))
+    Ok(Execution {
+        query: q,
+        nodes,
+        filtered,
+        failovers,
+    })
 }
-

@@ -15,6 +15,7 @@ mod server;
 mod virtual_ip;
 
 pub use catalog::CheckUpdate;
+pub(crate) use catalog::HealthEntry;
 pub(crate) use server::SERVER_NODE;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -7,6 +7,7 @@ mod http2;
 mod l7;
 mod l7_prop;
 mod l7_routes;
+mod query;
 mod rbac_prop;
 
 use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster::ClusterDiscoveryType};
