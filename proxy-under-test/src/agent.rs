@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use self::assemble::{
-    ChainKey, HealthKey, QueryKey, State, all_targets, query_poll_interval, targets_for,
+    ChainKey, HealthKey, QueryKey, State, all_targets, l4_only, query_poll_interval, targets_for,
     upstream_specs,
 };
 pub(crate) use self::client::seg;
@@ -355,11 +355,17 @@ fn reconcile(
         if !w.chains.contains_key(&key) {
             let (c, k2) = (client.clone(), key.clone());
             let wrap_key = key.clone();
-            let protocol = spec
-                .config
-                .get("protocol")
-                .and_then(|p| p.as_str())
-                .map(str::to_owned);
+            // An L4-only proxy asks for every chain compiled as TCP (Consul's guide: "set the
+            // OverrideProtocol value to tcp"); otherwise, as Consul's proxycfg, the upstream's
+            // configured protocol overrides the chain's.
+            let protocol = if l4_only(&proxy.config) && client.hooks.l4_override() {
+                Some("tcp".to_owned())
+            } else {
+                spec.config
+                    .get("protocol")
+                    .and_then(|p| p.as_str())
+                    .map(str::to_owned)
+            };
             let task = tokio::spawn(watches::index_watch(
                 "discovery_chain",
                 t,

@@ -182,11 +182,14 @@ pub enum Sabotage {
     IgnoreLbPolicy,
     /// `never-repoll-query`: a prepared-query upstream is executed once and never again.
     NeverRepollQuery,
+    /// `no-protocol-override`: in L4-only mode the discovery chain is requested without
+    /// `OverrideProtocol = "tcp"`.
+    NoProtocolOverride,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 53] = [
+    pub const ALL: [Self; 54] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -240,6 +243,7 @@ impl Sabotage {
         Self::StaleRoutes,
         Self::IgnoreLbPolicy,
         Self::NeverRepollQuery,
+        Self::NoProtocolOverride,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -298,6 +302,7 @@ impl Sabotage {
             Self::StaleRoutes => "stale-routes",
             Self::IgnoreLbPolicy => "ignore-lb-policy",
             Self::NeverRepollQuery => "never-repoll-query",
+            Self::NoProtocolOverride => "no-protocol-override",
         }
     }
 

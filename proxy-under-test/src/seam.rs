@@ -102,6 +102,12 @@ impl ClientHooks {
     pub(crate) fn policy_follows_recoveries(&self) -> bool {
         true
     }
+
+    /// Whether an L4-only proxy asks for its chains with `OverrideProtocol = "tcp"`: yes.
+    #[inline]
+    pub(crate) fn l4_override(&self) -> bool {
+        true
+    }
 }
 
 /// What a snapshot's hooks do: nothing.

@@ -167,6 +167,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/discovery-chain-redirect.toml"),
     ),
     (
+        "catalogue/extended/l4-only-chain.toml",
+        include_str!("../catalogue/extended/l4-only-chain.toml"),
+    ),
+    (
         "catalogue/extended/prepared-query-upstream.toml",
         include_str!("../catalogue/extended/prepared-query-upstream.toml"),
     ),

@@ -29,6 +29,10 @@ pub const FEATURES: &[&str] = &[
     // routes, splits, subsets, retries, timeouts, headers, load balancing, passive health,
     // limits.
     "l7-traffic",
+    // The proxy can run as an L4-only proxy (the reference proxy: `Proxy.Config.l4_only`):
+    // it asks for every discovery chain with `OverrideProtocol = "tcp"`, as Consul's guide tells
+    // L4-only proxies to, and treats every upstream as TCP.
+    "l4-only",
 ];
 
 /// The deliberately broken behaviours of the reference proxy (`--sabotage NAME`, test builds
@@ -87,6 +91,7 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "stale-routes",
     "ignore-lb-policy",
     "never-repoll-query",
+    "no-protocol-override",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

@@ -37,6 +37,15 @@ pub(crate) fn query_poll_interval(config: &serde_json::Map<String, serde_json::V
         .map_or(DEFAULT_QUERY_POLL, Duration::from_millis)
 }
 
+/// Whether the proxy runs as an L4-only proxy (`Proxy.Config.l4_only`): chains requested with
+/// `OverrideProtocol = "tcp"`, every upstream served as TCP.
+pub(crate) fn l4_only(config: &serde_json::Map<String, serde_json::Value>) -> bool {
+    matches!(
+        config.get("l4_only"),
+        Some(serde_json::Value::Bool(true))
+    ) || config.get("l4_only").and_then(|v| v.as_str()) == Some("true")
+}
+
 /// Health watch key: (service, datacenter; empty = local, filter).
 pub(crate) type HealthKey = (String, String, String);
 
@@ -393,7 +402,11 @@ impl State {
                         }
                     })
                     .collect();
-                let protocol = upstream_protocol(spec.protocol, chain);
+                let protocol = if l4_only(&proxy.config) {
+                    Protocol::default()
+                } else {
+                    upstream_protocol(spec.protocol, chain)
+                };
                 let l7 = chain
                     .filter(|_| protocol.is_http())
                     .and_then(|c| self.l7(c, &spec.config, &svc.datacenter));

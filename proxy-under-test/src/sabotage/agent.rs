@@ -156,6 +156,13 @@ impl ClientHooks {
         !self.has(Sabotage::PolicyOnTimer)
     }
 
+    /// Whether an L4-only proxy asks for its chains with `OverrideProtocol = "tcp"`; not under
+    /// `no-protocol-override` (it gets the chain compiled for the service's own protocol and
+    /// follows its splitter at L4).
+    pub(crate) fn l4_override(&self) -> bool {
+        !self.has(Sabotage::NoProtocolOverride)
+    }
+
     /// `tight-polling`: no token bucket worth the name, agent/self every 50 ms too.
     pub(crate) fn timing(&self, timing: Timing) -> Timing {
         if !self.has(Sabotage::TightPolling) {

@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 53] = [
+const CATALOGUE: [&str; 54] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -71,6 +71,7 @@ const CATALOGUE: [&str; 53] = [
     "stale-routes",
     "ignore-lb-policy",
     "never-repoll-query",
+    "no-protocol-override",
 ];
 
 #[test]

@@ -66,6 +66,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "agent-restart-policy",
             "acl-token-file",
             "prepared-query-upstream",
+            "l4-only-chain",
         ],
     ),
     (
