@@ -16,7 +16,7 @@ pub(crate) mod connect;
 mod control;
 mod control_auth;
 mod health;
-mod prepared_query;
 pub(crate) mod intentions;
+mod prepared_query;
 mod serve;
 mod status;

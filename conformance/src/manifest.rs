@@ -19,6 +19,7 @@
 //! [bounds]            # milliseconds
 //! reauthorize_ms = 1000
 //! max_lifetime_ms = 600000
+//! query_poll_ms = 30000   # prepared-query upstreams re-executed this often (`query-poll`)
 //!
 //! [proxy_config]      # merged into the sidecar registration's Proxy.Config
 //! reauthorize_interval_ms = 1000

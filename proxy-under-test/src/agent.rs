@@ -328,8 +328,7 @@ fn reconcile(
         ));
         w.destination = Some((dest, Task(leaf), Task(ixn)));
     }
-    let (queries, specs): (Vec<_>, Vec<_>) =
-        upstream_specs(svc).into_iter().partition(|s| s.query);
+    let (queries, specs): (Vec<_>, Vec<_>) = upstream_specs(svc).into_iter().partition(|s| s.query);
     let interval = query_poll_interval(&proxy.config);
     w.queries
         .retain(|k, _| queries.iter().any(|s| &s.query_key() == k));

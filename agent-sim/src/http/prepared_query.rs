@@ -63,12 +63,21 @@ async fn list(State(c): State<Control>, ctx: Ctx) -> Result<Response, ApiError> 
     c.store.read(|st| filtered = queries::list(st, &authz).2);
     let mut resp = meta::json_with(&a.body, ctx.pretty, Some(a.meta), a.cache);
     if filtered {
-        meta::set(resp.headers_mut(), "x-consul-results-filtered-by-acls", "true");
+        meta::set(
+            resp.headers_mut(),
+            "x-consul-results-filtered-by-acls",
+            "true",
+        );
     }
     Ok(resp)
 }
 
-async fn specific_root(State(c): State<Control>, ctx: Ctx, method: Method, body: Bytes) -> Response {
+async fn specific_root(
+    State(c): State<Control>,
+    ctx: Ctx,
+    method: Method,
+    body: Bytes,
+) -> Response {
     dispatch(c, ctx, method, String::new(), body).await
 }
 
@@ -205,9 +214,7 @@ async fn execute(c: Control, ctx: Ctx, id: String) -> Result<Response, ApiError>
     let token = ctx.token();
     let near = ctx.query.non_empty("near").map(str::to_owned);
     let spec = ReadSpec {
-        cache_key: opts
-            .cached
-            .then(|| format!("query:{id}:{limit}:{connect}")),
+        cache_key: opts.cached.then(|| format!("query:{id}:{limit}:{connect}")),
         ..ReadSpec::default()
     };
     let mut filtered_any = false;
@@ -227,9 +234,18 @@ async fn execute(c: Control, ctx: Ctx, id: String) -> Result<Response, ApiError>
     if a.body.value()["ResultsFilteredByACLs"] == json!(true) {
         filtered_any = true;
     }
-    let mut resp = meta::json_with(&a.body, ctx.pretty, Some(QueryMeta { index: 0, ..a.meta }), a.cache);
+    let mut resp = meta::json_with(
+        &a.body,
+        ctx.pretty,
+        Some(QueryMeta { index: 0, ..a.meta }),
+        a.cache,
+    );
     if filtered_any {
-        meta::set(resp.headers_mut(), "x-consul-results-filtered-by-acls", "true");
+        meta::set(
+            resp.headers_mut(),
+            "x-consul-results-filtered-by-acls",
+            "true",
+        );
     }
     Ok(resp)
 }
@@ -242,7 +258,10 @@ async fn explain(c: Control, ctx: Ctx, id: String) -> Result<Response, ApiError>
     let a = server_read(&c.store, &opts, ReadSpec::default(), |st| {
         let q = queries::explain(st, &authz, &id, "")?;
         let mut body = Map::new();
-        body.insert("Query".into(), serde_json::to_value(q).unwrap_or(Value::Null));
+        body.insert(
+            "Query".into(),
+            serde_json::to_value(q).unwrap_or(Value::Null),
+        );
         Ok((0, with_query_meta(body, &opts, false)))
     })
     .await?;

@@ -244,14 +244,15 @@ pub fn validate(q: &PreparedQuery) -> Result<(), String> {
         return Err(format!("Bad NearestN '{}', must be >= 0", f.nearest_n));
     }
     let has = |v: &Option<Vec<_>>| v.as_ref().is_some_and(|v: &Vec<_>| !v.is_empty());
-    if (f.nearest_n != 0 || has(&f.datacenters)) && f.targets.as_ref().is_some_and(|t| !t.is_empty())
+    if (f.nearest_n != 0 || has(&f.datacenters))
+        && f.targets.as_ref().is_some_and(|t| !t.is_empty())
     {
         return Err("Targets cannot be populated with NearestN or Datacenters".into());
     }
     validate_node_meta(svc.node_meta.as_ref())?;
     if !q.dns.ttl.is_empty() {
-        let ttl = parse_nanos(&q.dns.ttl)
-            .map_err(|e| format!("Bad DNS TTL '{}': {e}", q.dns.ttl))?;
+        let ttl =
+            parse_nanos(&q.dns.ttl).map_err(|e| format!("Bad DNS TTL '{}': {e}", q.dns.ttl))?;
         if ttl < 0 {
             return Err(format!("DNS TTL '{ttl}', must be >=0"));
         }
@@ -281,7 +282,9 @@ fn validate_node_meta(meta: Option<&BTreeMap<String, String>>) -> Result<(), Str
             None
         };
         if let Some(p) = problem {
-            return Err(format!("Couldn't load metadata pair ('{key}', '{value}'): {p}"));
+            return Err(format!(
+                "Couldn't load metadata pair ('{key}', '{value}'): {p}"
+            ));
         }
     }
     Ok(())

@@ -59,13 +59,20 @@ pub(crate) fn apply(
         if !q.id.is_empty() {
             return Err(rpc("ID must be empty when creating a new prepared query"));
         }
-        q.id = store.with_rng(|r| uuid::Builder::from_random_bytes(r.random()).into_uuid().to_string());
+        q.id = store.with_rng(|r| {
+            uuid::Builder::from_random_bytes(r.random())
+                .into_uuid()
+                .to_string()
+        });
     }
     require_write(authz, &q)?;
     store.write(|st| {
         if op != Op::Create {
             let existing = st.prepared_queries.get(&q.id).ok_or_else(|| {
-                rpc(format!("Cannot modify non-existent prepared query: '{}'", q.id))
+                rpc(format!(
+                    "Cannot modify non-existent prepared query: '{}'",
+                    q.id
+                ))
             })?;
             require_write(authz, existing)?;
         }
@@ -86,13 +93,21 @@ fn set(st: &mut State, mut q: PreparedQuery) -> Result<String, StateError> {
     let others = || st.prepared_queries.values().filter(|o| o.id != q.id);
     if !q.name.is_empty() {
         if others().any(|o| o.name.eq_ignore_ascii_case(&q.name)) {
-            return Err(fail(format!("name '{}' aliases an existing query name", q.name)));
+            return Err(fail(format!(
+                "name '{}' aliases an existing query name",
+                q.name
+            )));
         }
     } else if q.is_template() && others().any(|o| o.is_template() && o.name.is_empty()) {
-        return Err(fail("a query template with an empty name already exists".into()));
+        return Err(fail(
+            "a query template with an empty name already exists".into(),
+        ));
     }
     if pq::is_uuid(&q.name) && st.prepared_queries.contains_key(&q.name.to_lowercase()) {
-        return Err(fail(format!("name '{}' aliases an existing query ID", q.name)));
+        return Err(fail(format!(
+            "name '{}' aliases an existing query ID",
+            q.name
+        )));
     }
     if !q.session.is_empty() {
         return Err(fail(format!("invalid session {:?}", q.session)));
@@ -145,7 +160,8 @@ pub(crate) fn get(
         // No prefix ACL applies: whoever has the ID may see it (token still redacted).
         None if authz.is_management() => q.clone(),
         None => q.redacted(),
-        Some(_) => visible(authz, q).ok_or_else(|| StateError::PermissionDenied(PERMISSION_DENIED.into()))?,
+        Some(_) => visible(authz, q)
+            .ok_or_else(|| StateError::PermissionDenied(PERMISSION_DENIED.into()))?,
     };
     Ok((st.prepared_query_index, shown))
 }
@@ -153,14 +169,20 @@ pub(crate) fn get(
 /// memdb's UUID index refuses a key that is not 36 characters long.
 fn lookup_id(id: &str) -> Result<(), StateError> {
     if id.len() != 36 {
-        return Err(rpc("failed prepared query lookup: UUID must be 36 characters"));
+        return Err(rpc(
+            "failed prepared query lookup: UUID must be 36 characters",
+        ));
     }
     Ok(())
 }
 
 /// `PreparedQueryResolve`: by ID (not templates), then exact name, then the longest template
 /// prefix (case-insensitive); templates are rendered for the name asked for.
-pub(crate) fn resolve(st: &State, id_or_name: &str, segment: &str) -> Result<PreparedQuery, StateError> {
+pub(crate) fn resolve(
+    st: &State,
+    id_or_name: &str,
+    segment: &str,
+) -> Result<PreparedQuery, StateError> {
     if id_or_name.is_empty() {
         return Err(rpc("Missing query ID"));
     }
@@ -288,7 +310,9 @@ pub(crate) fn run<'a>(
         })
         .collect();
     // The query's own token, if it captured one, else the caller's.
-    let token = Some(q.token.as_str()).filter(|t| !t.is_empty()).or(args.token);
+    let token = Some(q.token.as_str())
+        .filter(|t| !t.is_empty())
+        .or(args.token);
     let authz = if args.as_agent && q.token.is_empty() {
         Authorizer::AllowAll
     } else {
@@ -302,9 +326,15 @@ pub(crate) fn run<'a>(
     });
     let filtered = nodes.len() != before;
     store.with_rng(|r| nodes.shuffle(r));
-    let near = Some(svc.near.as_str()).filter(|n| !n.is_empty()).or(args.near);
+    let near = Some(svc.near.as_str())
+        .filter(|n| !n.is_empty())
+        .or(args.near);
     if near == Some("_agent") {
-        if let Some(i) = nodes.iter().take(10).position(|(n, _, _)| n.name == store.cfg.node_name) {
+        if let Some(i) = nodes
+            .iter()
+            .take(10)
+            .position(|(n, _, _)| n.name == store.cfg.node_name)
+        {
             nodes.swap(0, i);
         }
     }
@@ -314,7 +344,12 @@ pub(crate) fn run<'a>(
     // Failover: there is no other datacenter to ask; peer targets are tried (and fail) and
     // counted, unknown datacenters are skipped, as `queryFailover` does.
     let failovers = if nodes.is_empty() {
-        svc.failover.targets.iter().flatten().filter(|t| !t.peer.is_empty()).count()
+        svc.failover
+            .targets
+            .iter()
+            .flatten()
+            .filter(|t| !t.peer.is_empty())
+            .count()
     } else {
         0
     };

@@ -32,7 +32,10 @@ pub(crate) const DEFAULT_QUERY_POLL: Duration = Duration::from_secs(30);
 pub(crate) fn query_poll_interval(config: &serde_json::Map<String, serde_json::Value>) -> Duration {
     config
         .get("prepared_query_poll_interval_ms")
-        .and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())))
+        .and_then(|v| {
+            v.as_u64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        })
         .filter(|ms| *ms > 0)
         .map_or(DEFAULT_QUERY_POLL, Duration::from_millis)
 }
@@ -40,10 +43,8 @@ pub(crate) fn query_poll_interval(config: &serde_json::Map<String, serde_json::V
 /// Whether the proxy runs as an L4-only proxy (`Proxy.Config.l4_only`): chains requested with
 /// `OverrideProtocol = "tcp"`, every upstream served as TCP.
 pub(crate) fn l4_only(config: &serde_json::Map<String, serde_json::Value>) -> bool {
-    matches!(
-        config.get("l4_only"),
-        Some(serde_json::Value::Bool(true))
-    ) || config.get("l4_only").and_then(|v| v.as_str()) == Some("true")
+    matches!(config.get("l4_only"), Some(serde_json::Value::Bool(true)))
+        || config.get("l4_only").and_then(|v| v.as_str()) == Some("true")
 }
 
 /// Health watch key: (service, datacenter; empty = local, filter).
@@ -338,7 +339,11 @@ impl State {
     /// endpoints, so connections are refused until the first execute answers). Plain TCP.
     fn query_upstream(&self, spec: UpstreamSpec, local_dc: &str) -> Upstream {
         let exec = self.queries.get(&spec.query_key());
-        let dc = if spec.datacenter.is_empty() { local_dc } else { &spec.datacenter };
+        let dc = if spec.datacenter.is_empty() {
+            local_dc
+        } else {
+            &spec.datacenter
+        };
         let eps = exec.map(|e| endpoints(&e.nodes)).unwrap_or_default();
         let target = Target {
             id: format!("{}.default.{dc}.query", spec.name),

@@ -113,7 +113,8 @@ impl Rules {
                 "mesh" => rules.mesh = Some(level(val)?),
                 "operator" => rules.operator = Some(level(val)?),
                 // Rules for resources the sim does not serve are accepted and ignored.
-                "key" | "key_prefix" | "session" | "session_prefix" | "event" | "event_prefix" | "keyring" | "acl" | "peering" => {}
+                "key" | "key_prefix" | "session" | "session_prefix" | "event" | "event_prefix"
+                | "keyring" | "acl" | "peering" => {}
                 other => return Err(RulesError(format!("unknown rule type {other:?}"))),
             }
         }

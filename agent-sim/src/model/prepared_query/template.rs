@@ -57,7 +57,10 @@ impl CompiledTemplate {
         let re = match query.template.regexp.as_str() {
             "" => None,
             r => Some(Regex::new(r).map_err(|e| {
-                TemplateError(format!("Bad Regexp: error parsing regexp: {}", first_line(&e)))
+                TemplateError(format!(
+                    "Bad Regexp: error parsing regexp: {}",
+                    first_line(&e)
+                ))
             })?),
         };
         let ct = Self {
@@ -87,7 +90,9 @@ impl CompiledTemplate {
             ("name.prefix", prefix.clone()),
             (
                 "name.suffix",
-                name.strip_prefix(prefix.as_str()).unwrap_or(name).to_owned(),
+                name.strip_prefix(prefix.as_str())
+                    .unwrap_or(name)
+                    .to_owned(),
             ),
             ("agent.segment", segment.to_owned()),
         ]);
@@ -159,7 +164,10 @@ fn map_strings(svc: &mut ServiceQuery, f: &mut Visit<'_>) -> Result<(), Template
     }
     for (i, t) in svc.failover.targets.iter_mut().flatten().enumerate() {
         f(&format!(".Failover.Targets[{i}].Peer"), &mut t.peer)?;
-        f(&format!(".Failover.Targets[{i}].Datacenter"), &mut t.datacenter)?;
+        f(
+            &format!(".Failover.Targets[{i}].Datacenter"),
+            &mut t.datacenter,
+        )?;
     }
     for (i, id) in svc.ignore_check_ids.iter_mut().flatten().enumerate() {
         f(&format!(".IgnoreCheckIDs[{i}]"), id)?;

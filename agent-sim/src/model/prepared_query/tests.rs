@@ -32,7 +32,10 @@ fn serializes_in_go_field_order_with_nil_slices() {
 #[test]
 fn validation_texts_are_consuls() {
     let cases = [
-        (r#"{"Service":{"Service":"db"}}"#, "Must be bound to a session"),
+        (
+            r#"{"Service":{"Service":"db"}}"#,
+            "Must be bound to a session",
+        ),
         (
             r#"{"Name":"q","Token":"<hidden>","Service":{"Service":"db"}}"#,
             "Bad Token '<hidden>', it looks like a query definition with a redacted token was submitted",
@@ -115,15 +118,20 @@ fn template_errors_are_consuls() {
         CompiledTemplate::compile(&bad_type).unwrap_err().0,
         "Bad Template.Type 'nope'"
     );
-    let unknown = query(r#"{"Template":{"Type":"name_prefix_match"},"Service":{"Service":"${foo}"}}"#);
+    let unknown =
+        query(r#"{"Template":{"Type":"name_prefix_match"},"Service":{"Service":"${foo}"}}"#);
     assert_eq!(
         CompiledTemplate::compile(&unknown).unwrap_err().0,
         "Bad evaluation for '${foo}' in Service.Service: 1:3: unknown variable accessed: foo"
     );
-    let unclosed =
-        query(r#"{"Template":{"Type":"name_prefix_match"},"Service":{"Service":"x","Tags":["${name.full"]}}"#);
+    let unclosed = query(
+        r#"{"Template":{"Type":"name_prefix_match"},"Service":{"Service":"x","Tags":["${name.full"]}}"#,
+    );
     let e = CompiledTemplate::compile(&unclosed).unwrap_err().0;
-    assert!(e.starts_with("Bad format '${name.full' in Service.Tags[0]: "), "{e}");
+    assert!(
+        e.starts_with("Bad format '${name.full' in Service.Tags[0]: "),
+        "{e}"
+    );
     let bad_re = query(
         r#"{"Template":{"Type":"name_prefix_match","Regexp":"(a"},"Service":{"Service":"x"}}"#,
     );
@@ -160,15 +168,39 @@ fn execute_filters() {
     let warning = [check("a", "warning")];
     let critical = [check("a", "critical"), check("b", "passing")];
     assert!(keeps_with(r#"{"Service":{"Service":"s"}}"#, &warning));
-    assert!(!keeps_with(r#"{"Service":{"Service":"s","OnlyPassing":true}}"#, &warning));
+    assert!(!keeps_with(
+        r#"{"Service":{"Service":"s","OnlyPassing":true}}"#,
+        &warning
+    ));
     assert!(!keeps_with(r#"{"Service":{"Service":"s"}}"#, &critical));
-    assert!(keeps_with(r#"{"Service":{"Service":"s","IgnoreCheckIDs":["a"]}}"#, &critical));
-    assert!(keeps_with(r#"{"Service":{"Service":"s","Tags":["primary","!v1"]}}"#, &passing));
-    assert!(!keeps_with(r#"{"Service":{"Service":"s","Tags":["!V2"]}}"#, &passing));
-    assert!(!keeps_with(r#"{"Service":{"Service":"s","Tags":["v3"]}}"#, &passing));
-    assert!(keeps_with(r#"{"Service":{"Service":"s","NodeMeta":{"rack":"r1"},"ServiceMeta":{"zone":"a"}}}"#, &passing));
-    assert!(!keeps_with(r#"{"Service":{"Service":"s","NodeMeta":{"rack":"r2"}}}"#, &passing));
-    assert!(!keeps_with(r#"{"Service":{"Service":"s","ServiceMeta":{"zone":"b"}}}"#, &passing));
+    assert!(keeps_with(
+        r#"{"Service":{"Service":"s","IgnoreCheckIDs":["a"]}}"#,
+        &critical
+    ));
+    assert!(keeps_with(
+        r#"{"Service":{"Service":"s","Tags":["primary","!v1"]}}"#,
+        &passing
+    ));
+    assert!(!keeps_with(
+        r#"{"Service":{"Service":"s","Tags":["!V2"]}}"#,
+        &passing
+    ));
+    assert!(!keeps_with(
+        r#"{"Service":{"Service":"s","Tags":["v3"]}}"#,
+        &passing
+    ));
+    assert!(keeps_with(
+        r#"{"Service":{"Service":"s","NodeMeta":{"rack":"r1"},"ServiceMeta":{"zone":"a"}}}"#,
+        &passing
+    ));
+    assert!(!keeps_with(
+        r#"{"Service":{"Service":"s","NodeMeta":{"rack":"r2"}}}"#,
+        &passing
+    ));
+    assert!(!keeps_with(
+        r#"{"Service":{"Service":"s","ServiceMeta":{"zone":"b"}}}"#,
+        &passing
+    ));
 }
 
 #[test]

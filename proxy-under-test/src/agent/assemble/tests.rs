@@ -279,7 +279,11 @@ fn transparent_snapshot_carries_listener_virtual_ips_and_dialed_directly() {
 fn prepared_query_poll_interval_comes_from_proxy_config() {
     let cfg = |v: serde_json::Value| v.as_object().unwrap().clone();
     assert_eq!(query_poll_interval(&cfg(json!({}))), DEFAULT_QUERY_POLL);
-    assert_eq!(DEFAULT_QUERY_POLL, Duration::from_secs(30), "Consul's proxycfg default");
+    assert_eq!(
+        DEFAULT_QUERY_POLL,
+        Duration::from_secs(30),
+        "Consul's proxycfg default"
+    );
     assert_eq!(
         query_poll_interval(&cfg(json!({"prepared_query_poll_interval_ms": 500}))),
         Duration::from_millis(500)

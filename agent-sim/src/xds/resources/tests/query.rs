@@ -38,25 +38,51 @@ fn prepared_query_upstream_is_a_query_sni_cluster_and_listener() {
     let r = resources(&c, TlsMode::Inline);
     let sni = format!("geo-cache.default.dc1.query.{}", c.trust_domain());
     let cluster: Cluster = get(&r, types::CLUSTER, &sni);
-    assert!(cluster.common_lb_config.is_none(), "no panic threshold for queries");
+    assert!(
+        cluster.common_lb_config.is_none(),
+        "no panic threshold for queries"
+    );
     assert_eq!(cluster.alt_stat_name, "");
     let tls: UpstreamTlsContext = decode(
-        match cluster.transport_socket.as_ref().unwrap().config_type.as_ref().unwrap() {
-            envoy_types::pb::envoy::config::core::v3::transport_socket::ConfigType::TypedConfig(a) => a,
+        match cluster
+            .transport_socket
+            .as_ref()
+            .unwrap()
+            .config_type
+            .as_ref()
+            .unwrap()
+        {
+            envoy_types::pb::envoy::config::core::v3::transport_socket::ConfigType::TypedConfig(
+                a,
+            ) => a,
         },
     );
     assert_eq!(tls.sni, sni);
     let text = format!("{tls:?}");
     assert!(
-        text.contains(&format!("spiffe://{}/ns/default/dc/dc1/svc/cache", c.trust_domain())),
+        text.contains(&format!(
+            "spiffe://{}/ns/default/dc/dc1/svc/cache",
+            c.trust_domain()
+        )),
         "SAN of the instances' destination service: {text}"
     );
-    let l: Listener = get(&r, types::LISTENER, "prepared_query:geo-cache:127.10.10.10:8181");
+    let l: Listener = get(
+        &r,
+        types::LISTENER,
+        "prepared_query:geo-cache:127.10.10.10:8181",
+    );
     let tp: TcpProxy = decode(typed(&l.filter_chains[0].filters[0]));
     assert_eq!(tp.stat_prefix, "upstream.prepared_query_geo-cache");
-    assert_eq!(tp.cluster_specifier, Some(ClusterSpecifier::Cluster(sni.clone())));
+    assert_eq!(
+        tp.cluster_specifier,
+        Some(ClusterSpecifier::Cluster(sni.clone()))
+    );
     let cla: ClusterLoadAssignment = get(&r, types::ENDPOINT, &sni);
-    assert_eq!(cla.endpoints[0].lb_endpoints.len(), 1, "the query's one sidecar");
+    assert_eq!(
+        cla.endpoints[0].lb_endpoints.len(),
+        1,
+        "the query's one sidecar"
+    );
     // The query follows health: a critical instance leaves the result.
     c.set_check(CheckUpdate {
         node: None,
