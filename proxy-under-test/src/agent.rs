@@ -334,16 +334,15 @@ fn reconcile(
         .retain(|k, _| queries.iter().any(|s| &s.query_key() == k));
     for spec in &queries {
         let key = spec.query_key();
-        if !w.queries.contains_key(&key) {
-            let task = tokio::spawn(watches::query_watch(
+        if let std::collections::btree_map::Entry::Vacant(slot) = w.queries.entry(key.clone()) {
+            slot.insert(Task(tokio::spawn(watches::query_watch(
                 client.clone(),
-                key.clone(),
+                key,
                 interval,
                 t,
                 metrics.clone(),
                 tx.clone(),
-            ));
-            w.queries.insert(key, Task(task));
+            ))));
         }
     }
     w.chains

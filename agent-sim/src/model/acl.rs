@@ -113,7 +113,7 @@ pub enum Authorizer {
         /// `None` for the anonymous token.
         accessor: Option<String>,
         /// The token's rules.
-        rules: Rules,
+        rules: Box<Rules>,
         /// What applies where no rule matches.
         default: DefaultPolicy,
     },
@@ -170,7 +170,7 @@ pub fn resolve(
     match secret {
         None | Some("anonymous") => Ok(Authorizer::Token {
             accessor: None,
-            rules: Rules::default(),
+            rules: Box::default(),
             default: cfg.default_policy,
         }),
         Some(s) => {
@@ -180,7 +180,7 @@ pub fn resolve(
             }
             Ok(Authorizer::Token {
                 accessor: Some(token.accessor_id.clone()),
-                rules: token.rules.clone(),
+                rules: Box::new(token.rules.clone()),
                 default: cfg.default_policy,
             })
         }

@@ -318,7 +318,7 @@ pub fn keeps(svc: &ServiceQuery, c: &Candidate<'_>) -> bool {
     let healthy = c
         .checks
         .iter()
-        .filter(|ch| !ignored.iter().any(|i| *i == ch.check_id))
+        .filter(|ch| !ignored.contains(&ch.check_id))
         .all(|ch| {
             ch.status != HEALTH_CRITICAL && (!svc.only_passing || ch.status == HEALTH_PASSING)
         });

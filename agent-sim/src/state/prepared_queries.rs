@@ -186,15 +186,16 @@ pub(crate) fn resolve(
     if id_or_name.is_empty() {
         return Err(rpc("Missing query ID"));
     }
-    if pq::is_uuid(id_or_name) {
-        if let Some(q) = st.prepared_queries.get(&id_or_name.to_lowercase()) {
-            if q.is_template() {
-                return Err(rpc(
-                    "prepared query templates can only be resolved up by name, not by ID",
-                ));
-            }
-            return Ok(q.clone());
+    if let Some(q) = pq::is_uuid(id_or_name)
+        .then(|| st.prepared_queries.get(&id_or_name.to_lowercase()))
+        .flatten()
+    {
+        if q.is_template() {
+            return Err(rpc(
+                "prepared query templates can only be resolved up by name, not by ID",
+            ));
         }
+        return Ok(q.clone());
     }
     let render = |q: &PreparedQuery| -> Result<PreparedQuery, StateError> {
         if !q.is_template() {
@@ -329,14 +330,13 @@ pub(crate) fn run<'a>(
     let near = Some(svc.near.as_str())
         .filter(|n| !n.is_empty())
         .or(args.near);
-    if near == Some("_agent") {
-        if let Some(i) = nodes
+    if near == Some("_agent")
+        && let Some(i) = nodes
             .iter()
             .take(10)
             .position(|(n, _, _)| n.name == store.cfg.node_name)
-        {
-            nodes.swap(0, i);
-        }
+    {
+        nodes.swap(0, i);
     }
     if args.limit > 0 {
         nodes.truncate(args.limit);

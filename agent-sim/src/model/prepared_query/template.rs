@@ -123,10 +123,13 @@ impl CompiledTemplate {
             *s = eval(path, s)?;
             Ok(())
         })?;
-        if query.template.remove_empty_tags {
-            if let Some(tags) = &mut query.service.tags {
-                tags.retain(|t| !t.is_empty());
-            }
+        if let Some(tags) = query
+            .service
+            .tags
+            .as_mut()
+            .filter(|_| self.query.template.remove_empty_tags)
+        {
+            tags.retain(|t| !t.is_empty());
         }
         Ok(query)
     }
@@ -196,9 +199,9 @@ fn parse(text: &str) -> Result<Vec<Part>, String> {
     while let Some(at) = rest.find('$') {
         lit.push_str(&rest[..at]);
         let after = &rest[at..];
-        if after.starts_with("$${") {
+        if let Some(tail) = after.strip_prefix("$${") {
             lit.push_str("${");
-            rest = &after[3..];
+            rest = tail;
             offset += at + 3;
             continue;
         }
