@@ -122,6 +122,8 @@ fn upstreams_are_validated() {
         got,
         [
             ("cache".into(), String::new(), "127.0.0.1:9191".into()),
+            // A prepared query is served (executed and re-polled), not skipped.
+            ("q".into(), String::new(), "127.0.0.1:9192".into()),
             (
                 "sock".into(),
                 String::new(),
@@ -129,6 +131,10 @@ fn upstreams_are_validated() {
             ),
             ("other".into(), "dc2".into(), "127.0.0.2:9193".into())
         ]
+    );
+    assert_eq!(
+        specs.iter().map(|s| s.query).collect::<Vec<_>>(),
+        [false, true, false, false]
     );
 }
 
