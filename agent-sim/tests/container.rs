@@ -125,7 +125,8 @@ fn main() {
         }),
         Some(why) => {
             eprintln!("note: {name} is ignored: {why}");
-            Trial::test(name, || Ok(())).with_ignored_flag(true)
+            // Run anyway (--include-ignored), it fails with the reason: never an empty pass.
+            Trial::test(name, move || Err(why.into())).with_ignored_flag(true)
         }
     };
     libtest_mimic::run(&args, vec![trial]).exit();

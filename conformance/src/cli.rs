@@ -13,6 +13,7 @@
 mod compare;
 mod demo;
 mod flags;
+mod links;
 mod list;
 mod merge;
 pub(crate) mod out;
@@ -175,6 +176,11 @@ pub struct RunArgs {
     /// A flaky scenario does not by itself fail its profile (it is still reported as flaky).
     #[arg(long)]
     pub allow_flaky: bool,
+    /// Stop at the first scenario that fails (or whose harness fails): scenarios already
+    /// running finish, no other starts; those are reported skipped ("not started:
+    /// --fail-fast"), so the profiles they belong to are partial.
+    #[arg(long)]
+    pub fail_fast: bool,
 }
 
 /// `conformance list`.

@@ -168,6 +168,15 @@ impl<'w> Exec<'w> {
                 Ok(())
             }
             Step::Instance { instance, answer } => self.set_answer(instance, answer),
+            Step::App { answer } => {
+                let delay = match &answer.delay {
+                    Some(d) => Some(self.duration(d)?),
+                    None => None,
+                };
+                self.world.app.behave(delay, answer.blackhole).await;
+                self.event(EventKind::Step, format!("the local app answers {answer:?}"));
+                Ok(())
+            }
             Step::OpenUpstream {
                 conn,
                 upstream,

@@ -6,13 +6,17 @@
 //! - [`durations`]: the table of recorded scenario durations (`durations.toml`, `--durations`);
 //! - [`shard`]: `--shard K/N`, a stable partition of the plan balanced by those durations;
 //! - [`order`]: the order scenarios start in (longest first);
-//! - [`Tamper`]: the self-test's deliberately broken environments.
+//! - [`links`]: each scenario's catalogue file and the Consul documentation it tests;
+//! - [`Tamper`]: the self-test's deliberately broken environments; [`catch`]: its judgement
+//!   of a trial (the named checks failed against a proxy that became ready).
 //!
 //! The runner (`crate::runner`) is handed a plan and executes it; this module depends on no
 //! part of the execution (`runner`, `world`, `exec`, `proxy`), which `tests/layers.rs` holds.
 
 pub mod catalogue;
+pub mod catch;
 pub mod durations;
+pub mod links;
 pub mod order;
 pub mod shard;
 mod tamper;

@@ -58,6 +58,9 @@ pub struct RunConfig {
     pub repeat: u32,
     /// Whether a `flaky` scenario may leave its profile a success (`--allow-flaky`).
     pub allow_flaky: bool,
+    /// `--fail-fast`: after the first scenario attempt graded `fail` or `error`, no other
+    /// starts (running ones finish); the rest are reported skipped.
+    pub fail_fast: bool,
     /// Cancels the run (the CLI triggers it on SIGINT/SIGTERM): running scenarios tear their
     /// worlds down and are recorded `interrupted`, the ones not started too.
     pub interrupt: Interrupt,
@@ -81,6 +84,7 @@ impl RunConfig {
             durations: order::recorded(),
             repeat: 1,
             allow_flaky: false,
+            fail_fast: false,
             interrupt: Interrupt::default(),
         }
     }

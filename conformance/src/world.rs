@@ -21,7 +21,7 @@ use agent_sim::config::IntentionDefault;
 use agent_sim::duration::GoDuration;
 use agent_sim::play::{self, Play, Ports};
 use agent_sim::{AgentSim, Control, Listening};
-use scenarios::{InstanceSpec, Policy, Setup, Timeouts, TokenDelivery};
+use scenarios::{InstanceSpec, Policy, Scenario, Step, Timeouts, TokenDelivery};
 
 #[cfg(test)]
 pub(crate) use self::apps::start as start_app;
@@ -72,12 +72,18 @@ pub(crate) struct World {
 impl World {
     /// Starts the sim, the app and the instances, picks ports and plays the setup.
     pub(crate) async fn build(
-        setup: &Setup,
+        scenario: &Scenario,
         manifest: &Manifest,
         timeouts: &Timeouts,
         seed: u64,
         node: Option<Node>,
     ) -> Result<Self, Error> {
+        let setup = &scenario.setup;
+        // An `app` step that blackholes the app needs a backlog it can fill.
+        let blackholed = scenario
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::App { answer } if answer.blackhole));
         let mgmt = format!("conformance-management-{seed:016x}");
         let policy = match setup.acl_default_policy.unwrap_or(Policy::Deny) {
             Policy::Allow => DefaultPolicy::Allow,
@@ -113,7 +119,13 @@ impl World {
         let control = sim.control().clone();
 
         let token = control
-            .create_token(play::PROXY_TOKEN_RULES, "proxy under test")?
+            .create_token(
+                setup
+                    .token_rules
+                    .as_deref()
+                    .unwrap_or(play::PROXY_TOKEN_RULES),
+                "proxy under test",
+            )?
             .secret_id;
         let dir = tempfile::Builder::new()
             .prefix("conformance-")
@@ -141,6 +153,8 @@ impl World {
             AppBind::Unix(dir.path().join("app.sock"))
         } else if node.is_some() {
             AppBind::AnyAddress
+        } else if blackholed {
+            AppBind::LoopbackSmallBacklog
         } else {
             AppBind::Loopback
         };

@@ -273,7 +273,9 @@ fn main() {
         }
         Err(why) => {
             eprintln!("note: {name} is ignored: {why}");
-            Trial::test(name, || Ok(())).with_ignored_flag(true)
+            // Run anyway (--include-ignored), it fails with the reason: never an empty pass.
+            let why = why.clone();
+            Trial::test(name, move || Err(why.into())).with_ignored_flag(true)
         }
     };
     let trials = vec![

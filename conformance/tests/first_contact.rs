@@ -262,3 +262,64 @@ fn docs_compatibility_is_regenerated_from_the_committed_inputs() {
         );
     }
 }
+
+#[test]
+fn fail_fast_starts_nothing_after_the_first_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A proxy that exits at once fails the first scenario; with one job, the others wait.
+    let out = conformance(
+        &[
+            "run",
+            "--proxy-cmd",
+            "sh -c 'exit 3'",
+            "--features",
+            "l4",
+            "--scenario",
+            "l4-allow-deny,default-policy-deny,intention-change",
+            "--jobs",
+            "1",
+            "--fail-fast",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let json = std::fs::read_to_string(tmp.path().join("conformance-report/report.json")).unwrap();
+    let report: reports::Report = serde_json::from_str(&json).unwrap();
+    let verdicts: Vec<(String, reports::Verdict)> = report
+        .scenarios
+        .iter()
+        .map(|s| (s.id.clone(), s.verdict))
+        .collect();
+    let failed: Vec<&String> = verdicts
+        .iter()
+        .filter(|(_, v)| *v == reports::Verdict::Fail)
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(failed.len(), 1, "{verdicts:?}");
+    let skipped: Vec<&reports::ScenarioResult> = report
+        .scenarios
+        .iter()
+        .filter(|s| s.verdict == reports::Verdict::Skipped)
+        .collect();
+    assert_eq!(skipped.len(), 2, "{verdicts:?}");
+    let why = format!(
+        "not started: --fail-fast stopped the run after {} failed",
+        failed[0]
+    );
+    for s in skipped {
+        assert!(
+            s.timeline.iter().any(|t| t.label == why),
+            "{}: {:?}",
+            s.id,
+            s.timeline
+        );
+        // The console and report.md say why, not "asked to skip".
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(&format!("skipped {}: {why}", s.id)),
+            "{}",
+            text(&out)
+        );
+    }
+    let md = std::fs::read_to_string(tmp.path().join("conformance-report/report.md")).unwrap();
+    assert!(md.contains(&why) && !md.contains("asked to skip"), "{md}");
+}

@@ -192,11 +192,13 @@ stable_for = "2s"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lifetime_only_bound_above_the_cap_is_non_strict() {
-    // The proxy declares only a 2 s maximum lifetime; the scenario's cap (reauth) is 500 ms.
-    // The connection is closed by age: after the cap, within the declared bound.
+    // The proxy closes connections at 2 s of age and declares only a 5 s maximum lifetime; the
+    // scenario's cap (reauth) is 500 ms. The connection is closed by age: after the cap, within
+    // the declared bound, with seconds to spare for a loaded machine (a proxy that never closes
+    // it fails: the verdict is checked).
     let mut c = cfg();
     c.manifest.bounds.reauthorize_ms = None;
-    c.manifest.bounds.max_lifetime_ms = Some(2000);
+    c.manifest.bounds.max_lifetime_ms = Some(5000);
     c.manifest
         .proxy_config
         .insert("max_connection_lifetime_ms".into(), 2000.into());
@@ -226,7 +228,8 @@ within = "reauth"
     assert_eq!(check.verdict, Verdict::NonStrict);
     assert_eq!(check.bound_ms, Some(500));
     let took = check.took_ms.unwrap();
-    assert!((1500..=3000).contains(&took), "took {took}");
+    // Closed by its age (2 s, counted from the open before the window), not by the cap.
+    assert!(took >= 1500, "took {took}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -28,6 +28,7 @@ pub(crate) use self::client::seg;
 pub use self::client::{AgentClient, Blocking, REQUEST_TIMEOUT, http_timeout, normalize_addr};
 use self::types::{AgentService, CaRoots, CompiledChain, HealthEntry, LeafCert, QueryExecution};
 use crate::authz::{DefaultPolicy, Intention, IntentionSet};
+use crate::mesh::MeshEntry;
 use crate::metrics::Metrics;
 use crate::seam::Hooks;
 use crate::snapshot::Snapshot;
@@ -96,6 +97,7 @@ pub(crate) enum Update {
     Chain(ChainKey, Box<CompiledChain>),
     Health(HealthKey, Vec<HealthEntry>),
     Query(QueryKey, Box<QueryExecution>),
+    Mesh(Option<Box<MeshEntry>>),
 }
 
 /// Aborts its task when dropped.
@@ -181,6 +183,20 @@ async fn run(
                 tx.clone(),
             ))),
             Task(tokio::spawn(watches::index_watch(
+                "mesh",
+                t,
+                m.clone(),
+                tx.clone(),
+                |e: Option<MeshEntry>| Update::Mesh(e.map(Box::new)),
+                {
+                    let c = c.clone();
+                    move |i| {
+                        let c = c.clone();
+                        async move { c.mesh(i, t.wait).await }
+                    }
+                },
+            ))),
+            Task(tokio::spawn(watches::index_watch(
                 "roots",
                 t,
                 m,
@@ -222,6 +238,10 @@ async fn run(
 
 fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
     match update {
+        Update::Mesh(entry) => {
+            tracing::info!(present = entry.is_some(), "mesh config entry loaded");
+            state.mesh = Some(entry.map(|e| *e));
+        }
         Update::Service(svc) => {
             if svc.kind != "connect-proxy" || svc.proxy.is_none() {
                 tracing::error!(id = %svc.id, kind = %svc.kind, "registration is not a connect-proxy; ignoring it");

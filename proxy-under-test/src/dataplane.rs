@@ -99,6 +99,8 @@ pub(crate) struct Shared {
     /// `true` = close every open connection now.
     pub(crate) kill: watch::Receiver<bool>,
     pub(crate) conns: watch::Sender<usize>,
+    /// Open inbound (public listener) connections, for `max_inbound_connections`.
+    pub(crate) inbound_open: Arc<AtomicUsize>,
     pub(crate) round_robin: AtomicUsize,
     /// Pooled connections of the L7 outbound path.
     pub(crate) l7_pool: outbound::l7::pool::Pool,
@@ -158,10 +160,11 @@ impl Shared {
             && Arc::ptr_eq(&old.leaf.certified, &snap.leaf.certified)
             && Arc::ptr_eq(&old.roots.store, &snap.roots.store)
             && old.knobs.protocol == snap.knobs.protocol
+            && old.mesh.tls_incoming == snap.mesh.tls_incoming
         {
             return Ok(tls.clone());
         }
-        let tls = tls::inbound(&snap.leaf, &snap.roots)?;
+        let tls = tls::inbound_bounded(&snap.leaf, &snap.roots, &snap.mesh.tls_incoming)?;
         let tls = snap.hooks.inbound_tls(tls, snap)?;
         let tls = with_alpn(tls, snap.knobs.protocol);
         *cache = Some((snap.clone(), tls.clone()));
@@ -233,7 +236,7 @@ impl DataPlane {
             .clone()
             .ok_or(DataPlaneError::NoSnapshot)?;
         // Fail early on unusable TLS material rather than on the first connection.
-        tls::inbound(&first.leaf, &first.roots)?;
+        tls::inbound_bounded(&first.leaf, &first.roots, &first.mesh.tls_incoming)?;
         let inbound = TcpListener::bind(first.public_listener)
             .await
             .map_err(|source| DataPlaneError::BindInbound {
@@ -264,6 +267,7 @@ impl DataPlane {
             stop,
             kill,
             conns: conns_tx,
+            inbound_open: Arc::default(),
             round_robin: AtomicUsize::new(0),
             l7_pool: outbound::l7::pool::Pool::default(),
             l7_states: Mutex::default(),

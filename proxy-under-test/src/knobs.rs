@@ -6,6 +6,9 @@
 //! | `reauthorize_interval_ms` | 1000 | re-check every open inbound connection this often (0 = only on change) |
 //! | `max_connection_lifetime_ms` | 0 (off) | close inbound connections older than this |
 //! | `local_connect_timeout_ms` | 1000 | dial timeout to the local application |
+//! | `local_request_timeout_ms` | unset (none) | HTTP: time allowed for the local application's response headers; on expiry the caller gets Envoy's `504 upstream request timeout` (0 = none) |
+//! | `max_inbound_connections` | unset (none) | open inbound connections allowed at once; the excess is closed right after accept, as Envoy's `connection_limit` filter does (0 = none) |
+//! | `balance_inbound_connections` | unset | `exact_balance` accepted (one accept loop feeds a work-stealing runtime, so connections are already spread over its workers); other values are ignored with a warning, as Consul does |
 //! | `handshake_timeout_ms` | 10000 | inbound TLS handshake timeout |
 //! | `upstream_connect_timeout_ms` | chain `ConnectTimeout`, else 5000 | dial + handshake timeout per upstream endpoint |
 //! | `verify_spiffe_uri` | true | false = accept any URI SAN with a `svc/<name>` segment (CA providers that cannot issue Consul SPIFFE IDs) |
@@ -80,6 +83,12 @@ pub struct Knobs {
     pub max_connection_lifetime: Option<Duration>,
     /// `local_connect_timeout_ms`.
     pub local_connect_timeout: Duration,
+    /// `local_request_timeout_ms` (None = no limit).
+    pub local_request_timeout: Option<Duration>,
+    /// `max_inbound_connections` (None = no limit).
+    pub max_inbound_connections: Option<u64>,
+    /// `balance_inbound_connections = "exact_balance"`.
+    pub exact_balance: bool,
     /// `handshake_timeout_ms`.
     pub handshake_timeout: Duration,
     /// `upstream_connect_timeout_ms`; None = the chain's ConnectTimeout, else 5 s.
@@ -103,6 +112,9 @@ impl Default for Knobs {
             reauthorize_interval: Duration::from_millis(1000),
             max_connection_lifetime: None,
             local_connect_timeout: Duration::from_millis(1000),
+            local_request_timeout: None,
+            max_inbound_connections: None,
+            exact_balance: false,
             handshake_timeout: Duration::from_millis(10_000),
             upstream_connect_timeout: None,
             verify_spiffe_uri: true,
@@ -168,6 +180,22 @@ impl Knobs {
         }
         if let Some(v) = ms("local_connect_timeout_ms") {
             k.local_connect_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = ms("local_request_timeout_ms") {
+            k.local_request_timeout = (v > 0).then(|| Duration::from_millis(v));
+        }
+        if let Some(v) = ms("max_inbound_connections") {
+            k.max_inbound_connections = (v > 0).then_some(v);
+        }
+        match config
+            .get("balance_inbound_connections")
+            .and_then(Value::as_str)
+        {
+            None | Some("") => {}
+            Some("exact_balance") => k.exact_balance = true,
+            Some(other) => {
+                tracing::warn!(value = other, "ignoring invalid connection balance option");
+            }
         }
         if let Some(v) = ms("handshake_timeout_ms") {
             k.handshake_timeout = Duration::from_millis(v);
@@ -240,5 +268,27 @@ mod tests {
             Protocol::Http2.alpn(),
             vec![b"h2".to_vec(), b"http/1.1".to_vec()]
         );
+    }
+
+    #[test]
+    fn inbound_limits_and_local_request_timeout() {
+        let cfg: Map<String, Value> = serde_json::from_str(
+            r#"{"max_inbound_connections":"2","local_request_timeout_ms":300,
+                "balance_inbound_connections":"exact_balance"}"#,
+        )
+        .unwrap();
+        let k = Knobs::from_config(&cfg);
+        assert_eq!(k.max_inbound_connections, Some(2));
+        assert_eq!(k.local_request_timeout, Some(Duration::from_millis(300)));
+        assert!(k.exact_balance);
+        let cfg: Map<String, Value> = serde_json::from_str(
+            r#"{"max_inbound_connections":0,"local_request_timeout_ms":0,
+                "balance_inbound_connections":"round_robin"}"#,
+        )
+        .unwrap();
+        let k = Knobs::from_config(&cfg);
+        assert_eq!(k.max_inbound_connections, None, "0 = no limit");
+        assert_eq!(k.local_request_timeout, None, "0 = no timeout");
+        assert!(!k.exact_balance, "unknown balance values are ignored");
     }
 }

@@ -17,6 +17,7 @@
 //! plane wired together), [`agent`] (the control plane: agent client, watches, snapshot
 //! assembly), [`snapshot`] (the immutable configuration), [`dataplane`] (listeners, inbound,
 //! upstreams, transparent mode), [`normalize`] (HTTP request paths, as Envoy normalizes them),
+//! [`mesh`] (the `mesh` config entry: normalization, TLS bounds, XFCC),
 //! [`authz`] (intentions), [`tls`] and [`spiffe`] (certificates and identities), [`knobs`],
 //! [`metrics`], [`redirect`]. [`seam`] holds the hooks the core calls at each point a test
 //! build may alter: zero-sized no-ops in the default build; with the test-only cargo feature
@@ -30,6 +31,7 @@ pub mod authz;
 pub mod cli;
 pub mod dataplane;
 pub mod knobs;
+pub mod mesh;
 pub mod metrics;
 pub mod normalize;
 pub mod proxy;

@@ -31,12 +31,14 @@ pub enum RefuseReason {
     Reauthorization,
     /// Closed at the maximum lifetime.
     Lifetime,
+    /// Closed at once: `max_inbound_connections` were already open.
+    ConnectionLimit,
     /// Transparent mode: the original destination is not in the mesh (and passthrough is off),
     /// is the outbound listener itself, or could not be read.
     UnknownDestination,
 }
 
-const REASONS: [RefuseReason; 9] = [
+const REASONS: [RefuseReason; 10] = [
     RefuseReason::Handshake,
     RefuseReason::HandshakeTimeout,
     RefuseReason::Identity,
@@ -46,6 +48,7 @@ const REASONS: [RefuseReason; 9] = [
     RefuseReason::Reauthorization,
     RefuseReason::Lifetime,
     RefuseReason::UnknownDestination,
+    RefuseReason::ConnectionLimit,
 ];
 
 impl RefuseReason {
@@ -61,6 +64,7 @@ impl RefuseReason {
             Self::Reauthorization => "reauthorization",
             Self::Lifetime => "lifetime",
             Self::UnknownDestination => "unknown_destination",
+            Self::ConnectionLimit => "connection_limit",
         }
     }
 }

@@ -185,11 +185,28 @@ pub enum Sabotage {
     /// `no-protocol-override`: in L4-only mode the discovery chain is requested without
     /// `OverrideProtocol = "tcp"`.
     NoProtocolOverride,
+    /// `ignore-inbound-limit`: `max_inbound_connections` is ignored: every inbound connection
+    /// is served, however many are open.
+    IgnoreInboundLimit,
+    /// `ignore-local-timeouts`: `local_connect_timeout_ms` and `local_request_timeout_ms` are
+    /// ignored: the local application is dialed for as long as the kernel tries (here: 10
+    /// minutes) and its answers are awaited without limit.
+    IgnoreLocalTimeouts,
+    /// `fail-open-on-403`: when the token may not read the destination's intentions (403), the
+    /// proxy allows every source (`* -> db` allow) instead of failing closed.
+    FailOpenOn403,
+    /// `ignore-mesh-entry`: the `mesh` config entry is read but never applied: request
+    /// normalization, TLS bounds and XFCC handling stay at Consul's no-entry defaults.
+    IgnoreMeshEntry,
+    /// `pass-spoofed-xfcc`: upstream listeners pass the application's own
+    /// `X-Forwarded-Client-Cert` on (Envoy's outbound connection manager sanitizes it), so the
+    /// destination's application sees an identity nobody proved.
+    PassSpoofedXfcc,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 54] = [
+    pub const ALL: [Self; 59] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -244,6 +261,11 @@ impl Sabotage {
         Self::IgnoreLbPolicy,
         Self::NeverRepollQuery,
         Self::NoProtocolOverride,
+        Self::IgnoreInboundLimit,
+        Self::IgnoreLocalTimeouts,
+        Self::FailOpenOn403,
+        Self::IgnoreMeshEntry,
+        Self::PassSpoofedXfcc,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -303,6 +325,11 @@ impl Sabotage {
             Self::IgnoreLbPolicy => "ignore-lb-policy",
             Self::NeverRepollQuery => "never-repoll-query",
             Self::NoProtocolOverride => "no-protocol-override",
+            Self::IgnoreInboundLimit => "ignore-inbound-limit",
+            Self::IgnoreLocalTimeouts => "ignore-local-timeouts",
+            Self::FailOpenOn403 => "fail-open-on-403",
+            Self::IgnoreMeshEntry => "ignore-mesh-entry",
+            Self::PassSpoofedXfcc => "pass-spoofed-xfcc",
         }
     }
 

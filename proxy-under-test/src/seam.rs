@@ -20,11 +20,13 @@ use tokio::sync::watch;
 
 use crate::agent::types::AgentProxy;
 use crate::agent::{AgentClient, Timing};
-use crate::authz::{CompiledPermission, Decision, IntentionSet, RequestInfo, Rule};
+use crate::authz::{CompiledPermission, Decision, Intention, IntentionSet, RequestInfo, Rule};
 use crate::cli::Invocation;
 use crate::dataplane::SnapshotRx;
 use crate::dataplane::l7::Body;
 use crate::dataplane::transparent::Route;
+use crate::knobs::Knobs;
+use crate::mesh::MeshEntry;
 use crate::normalize::PathNormalization;
 use crate::route::limits::Outlier;
 use crate::route::{Lb, RouteTable};
@@ -108,6 +110,13 @@ impl ClientHooks {
     pub(crate) fn l4_override(&self) -> bool {
         true
     }
+
+    /// What to use when the token may not read `service`'s intentions (403): nothing (the
+    /// error stands and the proxy fails closed).
+    #[inline]
+    pub(crate) fn intentions_forbidden(&self, _service: &str) -> Option<Vec<Intention>> {
+        None
+    }
 }
 
 /// What a snapshot's hooks do: nothing.
@@ -137,6 +146,12 @@ impl Hooks {
     #[inline]
     pub(crate) fn root_usable(&self, _pem: &str) -> bool {
         true
+    }
+
+    /// The knobs the snapshot uses, read from `Proxy.Config`: `knobs`.
+    #[inline]
+    pub(crate) fn knobs(&self, knobs: Knobs) -> Knobs {
+        knobs
     }
 
     /// The local application the snapshot names: `app`.
@@ -187,6 +202,18 @@ impl Hooks {
         local: Decision,
     ) -> Ready<Decision> {
         ready(local)
+    }
+
+    /// The `mesh` config entry the snapshot is assembled with: as read.
+    #[inline]
+    pub(crate) fn mesh_entry(&self, read: Option<MeshEntry>) -> Option<MeshEntry> {
+        read
+    }
+
+    /// Whether an upstream listener passes the application's own XFCC on: never.
+    #[inline]
+    pub(crate) fn keep_app_xfcc(&self) -> bool {
+        false
     }
 
     /// How inbound HTTP request paths are normalized, given the snapshot's options: as given.

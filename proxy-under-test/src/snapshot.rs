@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::authz::{DefaultPolicy, IntentionSet};
 use crate::knobs::{Knobs, Protocol};
+use crate::mesh::MeshSettings;
 use crate::normalize::PathNormalization;
 use crate::route::RouteTable;
 use crate::route::limits::{Limits, Outlier};
@@ -45,9 +46,11 @@ pub struct Snapshot {
     pub upstreams: Vec<Upstream>,
     /// Transparent mode (`Proxy.Mode = "transparent"`): the outbound listener; `None` otherwise.
     pub transparent: Option<Transparent>,
-    /// How inbound HTTP request paths are normalized before authorization (Consul's defaults,
-    /// as with no `mesh` config entry).
+    /// How inbound HTTP request paths are normalized before authorization (the `mesh` entry's
+    /// `HTTP.Incoming.RequestNormalization`, Consul's defaults without one).
     pub path_normalization: PathNormalization,
+    /// The rest of the `mesh` config entry the data plane applies (defaults with no entry).
+    pub mesh: MeshSettings,
     /// What the data plane's hooks do at each decision point (nothing in the default build; see
     /// [`seam`](crate::seam)).
     pub hooks: crate::seam::Hooks,

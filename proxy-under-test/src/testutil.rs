@@ -256,6 +256,7 @@ pub(crate) fn snapshot(
         upstreams,
         transparent: None,
         path_normalization: Default::default(),
+        mesh: Default::default(),
         hooks: Default::default(),
     }
 }

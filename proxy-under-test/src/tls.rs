@@ -4,6 +4,7 @@
 //! identity. Ring provider only; every key type Consul issues (EC P-256/P-384, RSA 2048/4096 in
 //! SEC1, PKCS#1 or PKCS#8) loads.
 
+mod bounds;
 mod keys;
 pub(crate) mod verify;
 
@@ -20,6 +21,8 @@ use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::mesh::TlsBounds;
 
 pub use self::keys::KeyKind;
 pub use self::verify::ExpectedServer;
@@ -48,12 +51,32 @@ pub enum TlsError {
     Rustls(#[from] rustls::Error),
 }
 
-/// The process's crypto provider: ring.
+/// The process's crypto provider: ring, with its cipher suites in [`prefer_aes128`] order.
 pub fn provider() -> Arc<CryptoProvider> {
     static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
     PROVIDER
-        .get_or_init(|| Arc::new(rustls::crypto::ring::default_provider()))
+        .get_or_init(|| {
+            let mut p = rustls::crypto::ring::default_provider();
+            prefer_aes128(&mut p.cipher_suites);
+            Arc::new(p)
+        })
         .clone()
+}
+
+/// Puts the AES-128-GCM suites first (TLS 1.3, then 1.2), keeping every other suite (AES-256-GCM,
+/// ChaCha20-Poly1305) available in its order: what the field's proxies negotiate (BoringSSL
+/// offers and prefers AES-128-GCM), and about a third cheaper per byte than AES-256 (10 AES
+/// rounds, not 14). ring's default order starts with AES-256. The order is both what we offer
+/// as a client and what we prefer as a server (rustls honours the client's order by default).
+pub(crate) fn prefer_aes128(suites: &mut [rustls::SupportedCipherSuite]) {
+    use rustls::CipherSuite as C;
+    let rank = |s: &rustls::SupportedCipherSuite| match s.suite() {
+        C::TLS13_AES_128_GCM_SHA256 => 0,
+        C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 | C::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => 1,
+        _ => 2,
+    };
+    // Stable: the rest keep ring's order.
+    suites.sort_by_key(rank);
 }
 
 /// The proxied service's leaf certificate and key.
@@ -192,6 +215,15 @@ pub struct InboundTls {
 /// cross-signed chains and leaves of an intermediate CA work), our leaf and its intermediates
 /// served, session resumption off (no session cache, no TLS 1.3 tickets).
 pub fn inbound(leaf: &Leaf, roots: &TrustRoots) -> Result<InboundTls, TlsError> {
+    inbound_bounded(leaf, roots, &TlsBounds::default())
+}
+
+/// [`inbound`] within the `mesh` entry's `TLS.Incoming` bounds.
+pub fn inbound_bounded(
+    leaf: &Leaf,
+    roots: &TrustRoots,
+    bounds: &TlsBounds,
+) -> Result<InboundTls, TlsError> {
     let webpki =
         WebPkiClientVerifier::builder_with_provider(roots.store.clone(), provider()).build()?;
     let verifier: Arc<dyn ClientCertVerifier> = if roots.intermediates.is_empty() {
@@ -199,8 +231,9 @@ pub fn inbound(leaf: &Leaf, roots: &TrustRoots) -> Result<InboundTls, TlsError> 
     } else {
         Arc::new(WithIntermediates::new(webpki, roots.intermediates.clone()))
     };
-    let mut config = ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+    let (bounded_provider, versions) = bounds::bounded(provider(), bounds);
+    let mut config = ServerConfig::builder_with_provider(bounded_provider)
+        .with_protocol_versions(&versions)?
         .with_client_cert_verifier(verifier.clone())
         .with_cert_resolver(Arc::new(FixedCert(leaf.certified.clone())));
     config.session_storage = Arc::new(NoServerSessionStorage {});
@@ -220,10 +253,21 @@ pub fn outbound(
     roots: &TrustRoots,
     expected: ExpectedServer,
 ) -> Result<Arc<ClientConfig>, TlsError> {
+    outbound_bounded(leaf, roots, expected, &TlsBounds::default())
+}
+
+/// [`outbound`] within the `mesh` entry's `TLS.Outgoing` bounds.
+pub fn outbound_bounded(
+    leaf: &Leaf,
+    roots: &TrustRoots,
+    expected: ExpectedServer,
+    bounds: &TlsBounds,
+) -> Result<Arc<ClientConfig>, TlsError> {
     let verifier = SpiffeServerVerifier::new(roots.store.clone(), expected)
         .with_intermediates(roots.intermediates.clone());
-    let mut config = ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+    let (bounded_provider, versions) = bounds::bounded(provider(), bounds);
+    let mut config = ClientConfig::builder_with_provider(bounded_provider)
+        .with_protocol_versions(&versions)?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_client_cert_resolver(Arc::new(FixedCert(leaf.certified.clone())));

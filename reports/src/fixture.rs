@@ -74,6 +74,8 @@ fn l4_allow_deny() -> ScenarioResult {
         l4(),
     );
     s.duration_ms = 1840;
+    s.catalogue = Some("../scenarios/catalogue/core/l4-allow-deny.toml".into());
+    s.docs = vec!["https://developer.hashicorp.com/consul/docs/connect/intentions".into()];
     s.checks = vec![
         CheckResult::new(
             "web allowed",

@@ -191,6 +191,27 @@ fn profiles_table(out: &mut String, r: &Report) {
     out.push_str("</tbody>\n</table>\n");
 }
 
+/// A link with no scheme (a path relative to the report): never `javascript:` or `data:` from
+/// a report read from elsewhere.
+fn is_relative_link(s: &str) -> bool {
+    !s.is_empty() && !s.split('/').next().unwrap_or("").contains(':')
+}
+
+/// A Consul documentation URL's path below `/consul/docs/` (or `/consul/`):
+/// `connect/intentions` for `https://developer.hashicorp.com/consul/docs/connect/intentions`.
+fn doc_title(url: &str) -> &str {
+    let path = url
+        .split(['#', '?'])
+        .next()
+        .unwrap_or(url)
+        .trim_end_matches('/');
+    ["/consul/docs/", "/consul/"]
+        .iter()
+        .find_map(|p| path.split_once(p).map(|(_, rest)| rest))
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(path)
+}
+
 fn scenario(out: &mut String, r: &Report, s: &ScenarioResult, index: usize) {
     let open = if matches!(
         s.verdict,
@@ -235,6 +256,21 @@ fn scenario(out: &mut String, r: &Report, s: &ScenarioResult, index: usize) {
     }
     if let Some(seed) = s.seed {
         meta.push(format!("seed {seed}"));
+    }
+    if let Some(c) = s.catalogue.as_ref().filter(|c| is_relative_link(c)) {
+        let name = c.rsplit('/').next().unwrap_or(c);
+        meta.push(format!(
+            "<a href=\"{}\">catalogue: {}</a>",
+            html(c),
+            html(name)
+        ));
+    }
+    for d in s.docs.iter().filter(|d| d.starts_with("https://")) {
+        meta.push(format!(
+            "<a href=\"{}\" rel=\"noreferrer\">Consul: {}</a>",
+            html(d),
+            html(doc_title(d))
+        ));
     }
     if !meta.is_empty() {
         let _ = writeln!(out, "<p class=\"meta\">{}</p>", meta.join(" · "));

@@ -75,5 +75,5 @@ pub use self::model::{
     HARNESS_NAME, Harness, Outcome, Profile, ProfileResult, ProxyInfo, Report, Requirement,
     SCHEMA_VERSION, ScenarioResult, ShardInfo, TimelineEvent, Verdict,
 };
-pub use self::text::{INTERRUPTED_LABEL, environment_fix};
+pub use self::text::{INTERRUPTED_LABEL, NOT_STARTED_LABEL, environment_fix};
 pub use self::write::{REPORT_FILES, write_all};

@@ -21,7 +21,7 @@ pub use self::verdict::{Counts, Outcome, Profile, ProfileResult, Requirement, Ve
 ///
 /// Bump the major on any breaking change (removed/renamed field, changed meaning); readers reject
 /// other majors. A minor bump only adds fields, which readers of the same major ignore.
-pub const SCHEMA_VERSION: &str = "1.2";
+pub const SCHEMA_VERSION: &str = "1.3";
 
 /// The harness name written into `Report::harness`.
 pub const HARNESS_NAME: &str = "mesh-conformance";

@@ -136,6 +136,9 @@ pub(crate) fn not_run_fix(report: &Report, s: &ScenarioResult) -> Option<String>
     })
 }
 
+/// The start of the timeline label of a scenario the run chose not to start (`--fail-fast`).
+pub const NOT_STARTED_LABEL: &str = "not started: ";
+
 pub(crate) fn not_run_reason(report: &Report, s: &ScenarioResult) -> String {
     let reasons: Vec<&str> = s
         .checks
@@ -147,7 +150,12 @@ pub(crate) fn not_run_reason(report: &Report, s: &ScenarioResult) -> String {
         return reasons.join("; ");
     }
     match s.verdict {
-        Verdict::Skipped => "asked to skip".to_owned(),
+        // `conformance run --fail-fast` records why it did not start the scenario.
+        Verdict::Skipped => s
+            .timeline
+            .iter()
+            .find(|t| t.label.starts_with(NOT_STARTED_LABEL))
+            .map_or_else(|| "asked to skip".to_owned(), |t| t.label.clone()),
         Verdict::NotSupported => {
             let missing: Vec<&str> = s
                 .features

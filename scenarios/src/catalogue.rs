@@ -143,6 +143,14 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/l7/l7-path-normalization.toml"),
     ),
     (
+        "catalogue/l7/mesh-request-normalization.toml",
+        include_str!("../catalogue/l7/mesh-request-normalization.toml"),
+    ),
+    (
+        "catalogue/l7/mesh-xfcc.toml",
+        include_str!("../catalogue/l7/mesh-xfcc.toml"),
+    ),
+    (
         "catalogue/extended/acl-token-file.toml",
         include_str!("../catalogue/extended/acl-token-file.toml"),
     ),
@@ -153,6 +161,10 @@ const FILES: &[(&str, &str)] = &[
     (
         "catalogue/extended/agent-restart-policy.toml",
         include_str!("../catalogue/extended/agent-restart-policy.toml"),
+    ),
+    (
+        "catalogue/extended/authorize-cert-serial.toml",
+        include_str!("../catalogue/extended/authorize-cert-serial.toml"),
     ),
     (
         "catalogue/extended/config-change.toml",
@@ -173,6 +185,18 @@ const FILES: &[(&str, &str)] = &[
     (
         "catalogue/extended/prepared-query-upstream.toml",
         include_str!("../catalogue/extended/prepared-query-upstream.toml"),
+    ),
+    (
+        "catalogue/extended/inbound-connection-limit.toml",
+        include_str!("../catalogue/extended/inbound-connection-limit.toml"),
+    ),
+    (
+        "catalogue/extended/inbound-local-request-timeout.toml",
+        include_str!("../catalogue/extended/inbound-local-request-timeout.toml"),
+    ),
+    (
+        "catalogue/extended/token-without-intentions-read.toml",
+        include_str!("../catalogue/extended/token-without-intentions-read.toml"),
     ),
     (
         "catalogue/transparent/hostname-endpoint.toml",

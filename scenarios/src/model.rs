@@ -6,15 +6,17 @@
 //!
 //! This file owns the scenario itself, its profile and its generator; what it sets up is
 //! `model/setup.rs`, the steps of its timeline `model/step.rs`, what its checks observe
-//! `model/check.rs`.
+//! `model/check.rs`, what its self-test claims `model/catch.rs`.
 
 use serde::{Deserialize, Serialize};
 
+mod catch;
 mod check;
 mod route;
 mod setup;
 mod step;
 
+pub use self::catch::{Catch, catch_quoted};
 pub use self::check::{Check, InboundVia, Outcome, RootRef, UpstreamVia};
 pub use self::route::{Answer, AppProtocol, BurstCheck, RequestCheck, SpreadCheck};
 pub use self::setup::{
@@ -36,9 +38,10 @@ pub struct Scenario {
     /// Features the proxy must declare for the scenario to run (else `not-supported`).
     #[serde(default)]
     pub features: Vec<String>,
-    /// The broken behaviour(s) the harness's self-test proves it catches (catalogue column 5).
+    /// The broken behaviour(s) the harness's self-test proves it catches (catalogue column 5),
+    /// each with the checks that must fail against it.
     #[serde(default)]
-    pub catches: Vec<String>,
+    pub catches: Vec<Catch>,
     /// What the harness sets up before the proxy starts.
     #[serde(default)]
     pub setup: Setup,

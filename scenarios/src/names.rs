@@ -92,6 +92,11 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "ignore-lb-policy",
     "never-repoll-query",
     "no-protocol-override",
+    "ignore-inbound-limit",
+    "ignore-local-timeouts",
+    "fail-open-on-403",
+    "ignore-mesh-entry",
+    "pass-spoofed-xfcc",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

@@ -82,12 +82,7 @@ pub(crate) fn check_scenario(s: &Scenario) -> Result<(), FieldError> {
         .chain(ENVIRONMENT_TAMPERS)
         .copied()
         .collect();
-    check_names(
-        &root.key("catches"),
-        &s.catches,
-        &catchable,
-        "broken behaviour",
-    )?;
+    check_catches(s, &root.key("catches"), &catchable)?;
     check_setup(&root.key("setup"), &s.setup)?;
     steps::check_steps(s)?;
     if let Some(crate::model::Generator::RandomIntentions { cases, sources }) = &s.generate {
@@ -114,6 +109,53 @@ fn check_names(
                 at.index(i),
                 format!("{n:?} is listed twice"),
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Every `catches` entry names a known broken behaviour once; the checks it names are `expect`
+/// steps of the scenario (a generated scenario's check names depend on its seed: bare names
+/// only).
+fn check_catches(s: &Scenario, at: &FieldPath, known: &[&str]) -> Result<(), FieldError> {
+    let names: Vec<String> = s.catches.iter().map(|c| c.sabotage.clone()).collect();
+    check_names(at, &names, known, "broken behaviour")?;
+    let expects: Vec<&str> = s
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Expect(e) => Some(e.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    for (i, c) in s.catches.iter().enumerate() {
+        if c.checks.is_empty() {
+            continue;
+        }
+        let at = at.index(i).key("checks");
+        if s.generate.is_some() {
+            return Err(FieldError::new(
+                at,
+                "a generated scenario's check names depend on its seed: write the bare name \
+                 (any check may catch it)",
+            ));
+        }
+        for (j, name) in c.checks.iter().enumerate() {
+            if !expects.contains(&name.as_str()) {
+                return Err(FieldError::new(
+                    at.index(j),
+                    format!(
+                        "{name:?} is not the name of an `expect` step of this scenario; known: {}",
+                        expects.join(", ")
+                    ),
+                ));
+            }
+            if c.checks[..j].contains(name) {
+                return Err(FieldError::new(
+                    at.index(j),
+                    format!("{name:?} is listed twice"),
+                ));
+            }
         }
     }
     Ok(())

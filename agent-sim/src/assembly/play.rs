@@ -272,6 +272,7 @@ impl Play {
             }
             Step::Issue { .. }
             | Step::Instance { .. }
+            | Step::App { .. }
             | Step::OpenUpstream { .. }
             | Step::Open { .. }
             | Step::Mark { .. }

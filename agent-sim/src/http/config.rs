@@ -40,6 +40,9 @@ fn allowed(authz: &Authorizer, kind: Kind, name: &str, level: Level) -> Result<(
         Kind::ServiceIntentions => authz.require(Resource::Intention, name, level),
         Kind::ProxyDefaults if level == Level::Read => Ok(()),
         Kind::ProxyDefaults => authz.require(Resource::Mesh, "", Level::Write),
+        // `MeshConfigEntry.CanRead` allows anyone; `CanWrite` needs `mesh:write`.
+        Kind::Mesh if level == Level::Read => Ok(()),
+        Kind::Mesh => authz.require(Resource::Mesh, "", Level::Write),
         _ => authz.require(Resource::Service, name, level),
     };
     r.map_err(ApiError::from_text)

@@ -21,6 +21,7 @@ use crate::model::acl::{Level, Resource};
 use crate::model::intention;
 use crate::state::control::Control;
 use crate::state::queries;
+use crate::state::request_log::AuthorizeCall;
 
 pub(crate) fn routes() -> Router<Control> {
     Router::new()
@@ -149,7 +150,7 @@ struct AuthorizeRequest {
     #[serde(rename = "ClientCertURI", default)]
     client_cert_uri: String,
     #[serde(rename = "ClientCertSerial", default)]
-    _client_cert_serial: String,
+    client_cert_serial: String,
 }
 
 const AUTHORIZE_KEYS: KeySchema = KeySchema {
@@ -173,6 +174,12 @@ async fn authorize(State(c): State<Control>, ctx: Ctx, body: Bytes) -> Result<Re
     if req.target.is_empty() {
         return Err(ApiError::bad_request("Target service must be specified"));
     }
+    // Recorded for the harness: does the caller send its client's certificate serial?
+    c.log.record_authorize(AuthorizeCall {
+        target: req.target.clone(),
+        client_cert_uri: req.client_cert_uri.clone(),
+        client_cert_serial: req.client_cert_serial.clone(),
+    });
     // Steps 3 and 4 come before the token is resolved; without ACLs the decision below gives
     // the same errors, so the URI is parsed once.
     match c

@@ -1,6 +1,6 @@
-//! Config entries as the simulated server stores them: the six kinds a sidecar cares about
+//! Config entries as the simulated server stores them: the seven kinds a sidecar cares about
 //! (`service-intentions`, `service-defaults`, `proxy-defaults`, `service-resolver`,
-//! `service-splitter`, `service-router`), decoding of `PUT /v1/config` bodies with mapstructure
+//! `service-splitter`, `service-router`, `mesh`), decoding of `PUT /v1/config` bodies with mapstructure
 //! semantics, normalization and validation with Consul's texts, and the read shape of
 //! `GET /v1/config/:kind/:name`. Pure and synchronous: the raft index is passed in.
 
@@ -8,6 +8,7 @@ mod common;
 mod graph;
 mod intentions;
 mod load_balancer;
+mod mesh;
 mod path_match;
 mod permissions;
 mod proxy_defaults;
@@ -18,6 +19,8 @@ mod splitter;
 mod store;
 mod upstream_defaults;
 
+#[cfg(test)]
+mod mesh_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -33,6 +36,11 @@ pub use common::{
 pub use intentions::{ServiceIntentions, SourceIntention};
 pub use load_balancer::{
     CookieConfig, HashPolicy, LeastRequestConfig, LoadBalancer, RingHashConfig,
+};
+pub use mesh::{
+    HEADERS_WITH_UNDERSCORES_ACTIONS, MESH_NAME, MeshConfigEntry, MeshDirectionalHttpConfig,
+    MeshDirectionalTlsConfig, MeshHttpConfig, MeshTlsConfig, PATH_WITH_ESCAPED_SLASHES_ACTIONS,
+    PeeringMeshConfig, RequestNormalization, TransparentProxyMeshConfig, envoy_cipher_suite,
 };
 pub use permissions::{
     IntentionHttpHeaderPermission, IntentionHttpPermission, IntentionJwtClaimVerification,
@@ -62,17 +70,19 @@ pub enum Kind {
     ServiceResolver,
     ServiceSplitter,
     ServiceRouter,
+    Mesh,
 }
 
 impl Kind {
     /// Every supported kind.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::ServiceIntentions,
         Self::ServiceDefaults,
         Self::ProxyDefaults,
         Self::ServiceResolver,
         Self::ServiceSplitter,
         Self::ServiceRouter,
+        Self::Mesh,
     ];
 
     /// The wire name (`service-defaults`).
@@ -84,6 +94,7 @@ impl Kind {
             Self::ServiceResolver => "service-resolver",
             Self::ServiceSplitter => "service-splitter",
             Self::ServiceRouter => "service-router",
+            Self::Mesh => "mesh",
         }
     }
 
@@ -118,6 +129,7 @@ pub enum ConfigEntry {
     ServiceResolver(ServiceResolver),
     ServiceSplitter(ServiceSplitter),
     ServiceRouter(ServiceRouter),
+    Mesh(MeshConfigEntry),
 }
 
 macro_rules! each {
@@ -129,6 +141,7 @@ macro_rules! each {
             ConfigEntry::ServiceResolver($e) => $body,
             ConfigEntry::ServiceSplitter($e) => $body,
             ConfigEntry::ServiceRouter($e) => $body,
+            ConfigEntry::Mesh($e) => $body,
         }
     };
 }
@@ -142,6 +155,7 @@ impl ConfigEntry {
             Self::ServiceResolver(_) => Kind::ServiceResolver,
             Self::ServiceSplitter(_) => Kind::ServiceSplitter,
             Self::ServiceRouter(_) => Kind::ServiceRouter,
+            Self::Mesh(_) => Kind::Mesh,
         }
     }
 
@@ -182,6 +196,7 @@ impl ConfigEntry {
             Self::ServiceResolver(e) => e.normalize(),
             Self::ServiceSplitter(e) => e.normalize(),
             Self::ServiceRouter(e) => e.normalize(),
+            Self::Mesh(e) => e.normalize(),
         }
         Ok(())
     }
@@ -195,6 +210,7 @@ impl ConfigEntry {
             Self::ServiceResolver(e) => e.validate(),
             Self::ServiceSplitter(e) => e.validate(),
             Self::ServiceRouter(e) => e.validate(),
+            Self::Mesh(e) => e.validate(),
         }
     }
 }
@@ -235,6 +251,7 @@ pub fn decode_entry(body: &[u8]) -> Result<ConfigEntry, ConfigError> {
         Kind::ServiceResolver => &resolver::SCHEMA,
         Kind::ServiceSplitter => &splitter::SPLITTER_SCHEMA,
         Kind::ServiceRouter => &router::ROUTER_SCHEMA,
+        Kind::Mesh => &mesh::SCHEMA,
     };
     let (canonical, unused) =
         crate::go::mapstructure::decode_top(&raw, schema).map_err(ConfigError::Decode)?;
@@ -249,6 +266,7 @@ pub fn decode_entry(body: &[u8]) -> Result<ConfigEntry, ConfigError> {
         Kind::ServiceResolver => ConfigEntry::ServiceResolver(typed(canonical)?),
         Kind::ServiceSplitter => ConfigEntry::ServiceSplitter(typed(canonical)?),
         Kind::ServiceRouter => ConfigEntry::ServiceRouter(typed(canonical)?),
+        Kind::Mesh => ConfigEntry::Mesh(typed(canonical)?),
     })
 }
 

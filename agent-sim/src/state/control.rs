@@ -374,6 +374,11 @@ impl Control {
         self.log.entries()
     }
 
+    /// Every `POST /v1/agent/connect/authorize` body so far.
+    pub fn authorize_calls(&self) -> Vec<crate::state::request_log::AuthorizeCall> {
+        self.log.authorize_calls()
+    }
+
     /// The request log itself (to wait for entries).
     pub fn log(&self) -> &RequestLog {
         &self.log

@@ -80,6 +80,19 @@ pub struct Arrival {
 #[derive(Debug)]
 pub struct RequestLog {
     log: SeqLog<LogEntry>,
+    /// The bodies of `POST /v1/agent/connect/authorize` calls, in arrival order.
+    authorize: std::sync::Mutex<Vec<AuthorizeCall>>,
+}
+
+/// What one `POST /v1/agent/connect/authorize` asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuthorizeCall {
+    /// `Target`.
+    pub target: String,
+    /// `ClientCertURI`.
+    pub client_cert_uri: String,
+    /// `ClientCertSerial` (empty when the caller left it out).
+    pub client_cert_serial: String,
 }
 
 impl Sequenced for LogEntry {
@@ -89,10 +102,27 @@ impl Sequenced for LogEntry {
 }
 
 impl RequestLog {
+    /// Records the body of an authorize call.
+    pub fn record_authorize(&self, call: AuthorizeCall) {
+        self.authorize
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(call);
+    }
+
+    /// Every authorize call so far.
+    pub fn authorize_calls(&self) -> Vec<AuthorizeCall> {
+        self.authorize
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// An empty log keeping at most `capacity` entries.
     pub fn new(capacity: usize) -> Self {
         Self {
             log: SeqLog::new(capacity),
+            authorize: std::sync::Mutex::default(),
         }
     }
 

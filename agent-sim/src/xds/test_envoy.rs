@@ -1,7 +1,7 @@
 //! Test support: where the tests find Envoy 1.40 (`ENVOY_BIN`, else the binary
-//! `scripts/install-envoy.sh` puts under the workspace), and what they do without it: skip with
-//! a printed reason, or fail when `CONFORMANCE_REQUIRE_ENVOY=1` (set by `.ci/run`) says Envoy
-//! must be there. Shared by the library's tests and (through `#[path]`) the integration tests.
+//! `scripts/install-envoy.sh` puts under the workspace), and what they do without it: reported
+//! ignored with the reason (the cfg `missing_envoy` from `build.rs`), or fail when
+//! `CONFORMANCE_REQUIRE_ENVOY=1` (set by `.ci/run`) says Envoy must be there. Shared by the library's tests and (through `#[path]`) the integration tests.
 
 use std::path::PathBuf;
 
@@ -22,17 +22,16 @@ pub(crate) fn envoy_bin() -> Result<PathBuf, String> {
     }
 }
 
-/// The Envoy binary for test `test`; `None` (after printing why) when it is absent and not
-/// required. Panics when it is absent and `CONFORMANCE_REQUIRE_ENVOY=1`.
-pub(crate) fn envoy_or_skip(test: &str) -> Option<PathBuf> {
-    match envoy_bin() {
-        Ok(p) => Some(p),
-        Err(why) if std::env::var_os("CONFORMANCE_REQUIRE_ENVOY").is_some_and(|v| v == "1") => {
-            panic!("{test}: Envoy is required (CONFORMANCE_REQUIRE_ENVOY=1): {why}")
-        }
-        Err(why) => {
-            eprintln!("SKIPPED {test}: {why}");
-            None
-        }
-    }
+/// The Envoy binary for test `test`. A test that calls this carries
+/// `#[cfg_attr(missing_envoy, ignore = "needs Envoy ...")]` (the rule in `build/deps.rs`:
+/// ignored with the reason where Envoy was missing when the crate was built, unless
+/// `CONFORMANCE_REQUIRE_ENVOY=1`); when it runs without Envoy it fails naming what is missing,
+/// never passes having checked nothing.
+pub(crate) fn envoy(test: &str) -> PathBuf {
+    envoy_bin().unwrap_or_else(|why| {
+        panic!(
+            "{test} needs Envoy 1.40: {why} (with CONFORMANCE_REQUIRE_ENVOY=1, or when Envoy \
+             went away after the build, a missing Envoy is a failure)"
+        )
+    })
 }

@@ -89,3 +89,38 @@ async fn central_upstream_config_reaches_agent_service_before_and_after_the_entr
         );
     }
 }
+
+#[tokio::test]
+async fn service_defaults_inbound_limits_reach_the_sidecar_config_and_wake_its_watch() {
+    let a = app(builder());
+    a.control
+        .register(
+            &json!({"Name": "db", "Port": 8080, "Connect": {"SidecarService": {
+            "Proxy": {"Config": {"local_request_timeout_ms": 900}}}}}),
+        )
+        .unwrap();
+    let before = a.get("/v1/agent/service/db-sidecar-proxy").await;
+    let hash = before.header("x-consul-contenthash").unwrap().to_owned();
+    let waiting = {
+        let a = a.clone();
+        let uri = format!("/v1/agent/service/db-sidecar-proxy?hash={hash}&wait=30s");
+        tokio::spawn(async move { a.get(&uri).await })
+    };
+    a.control
+        .upsert_config_entry(&json!({"Kind": "service-defaults", "Name": "db",
+            "MaxInboundConnections": 2, "LocalConnectTimeoutMs": 250,
+            "LocalRequestTimeoutMs": 300, "BalanceInboundConnections": "exact_balance"}))
+        .unwrap();
+    let woke = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the hash-blocked read wakes")
+        .unwrap();
+    assert_ne!(woke.header("x-consul-contenthash"), Some(hash.as_str()));
+    let cfg = woke.json()["Proxy"]["Config"].clone();
+    assert_eq!(
+        cfg,
+        json!({"max_inbound_connections": 2, "local_connect_timeout_ms": 250,
+               "local_request_timeout_ms": 900, "balance_inbound_connections": "exact_balance"}),
+        "merged as resolve.go does; the registration's own key wins"
+    );
+}

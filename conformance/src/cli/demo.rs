@@ -23,7 +23,10 @@ pub(crate) fn sabotages() -> BTreeMap<String, Vec<String>> {
     let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for s in catalogue::builtin() {
         for c in &s.catches {
-            by_name.entry(c.clone()).or_default().push(s.id.clone());
+            by_name
+                .entry(c.sabotage.clone())
+                .or_default()
+                .push(s.id.clone());
         }
     }
     by_name

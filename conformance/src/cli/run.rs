@@ -96,6 +96,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     cfg.shard = shard;
     cfg.repeat = args.repeat.max(1);
     cfg.allow_flaky = args.allow_flaky;
+    cfg.fail_fast = args.fail_fast;
     cfg.durations = durations.0;
     let progress: Arc<dyn Progress> = if std::io::stderr().is_terminal() {
         Arc::new(ProgressBar::default())
@@ -142,7 +143,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
             () = tokio::time::sleep(CLEANUP_BOUND) => Ended::Cut("the cleanup bound ran out"),
         })
     })?;
-    let report = match ended {
+    let mut report = match ended {
         Ended::Done(report) => {
             drop(rt);
             if interrupt.signal().is_some() {
@@ -186,6 +187,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     }
     // No defunct child is left behind: what was killed is waited for.
     reap_children(Duration::from_millis(if n > 0 { 1000 } else { 0 }));
+    super::links::annotate(&mut report, &args.report_dir);
     let written =
         reports::write_all(&report, &args.report_dir).map_err(|source| Error::ReportDir {
             path: args.report_dir.clone(),

@@ -227,7 +227,14 @@ fn print_scenario(s: &reports::ScenarioResult) {
         outln!("    not-supported {}: {why}", s.id);
         return;
     }
-    outln!("    {} {}", s.verdict, s.id);
+    match s
+        .timeline
+        .iter()
+        .find(|t| t.label.starts_with(reports::NOT_STARTED_LABEL))
+    {
+        Some(t) => outln!("    {} {}: {}", s.verdict, s.id, t.label),
+        None => outln!("    {} {}", s.verdict, s.id),
+    }
     if s.attempts.len() > 1 {
         outln!("        {}", super::attempts_line(s));
     }

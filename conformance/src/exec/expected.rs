@@ -194,6 +194,11 @@ pub(super) fn expected(
         Check::IndexResetHonoured => {
             "after the index reset the proxy sends a smaller index and keeps blocking".into()
         }
+        Check::AuthorizeSerial => {
+            "every authorize call of the proxy names the client certificate's serial \
+             (ClientCertSerial)"
+                .into()
+        }
     };
     if let (Some(w), Some(name)) = (within, &exp.within) {
         text.push_str(&format!(" within {name} ({} ms)", w.bound.as_millis()));

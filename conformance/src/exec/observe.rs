@@ -79,7 +79,9 @@ impl Exec<'_> {
                     ok = seen == want.as_str();
                     text.push_str(&format!(", the app received {seen}"));
                 }
-                if !(200..300).contains(status) {
+                // A 504 is the proxy's answer to a request the app received and did not
+                // answer in time (`local_request_timeout_ms`): the app did see it.
+                if !(200..300).contains(status) && *status != 504 {
                     let reached = self.world.app.record.requests().saturating_sub(before);
                     if reached > 0 {
                         ok = false;
@@ -217,6 +219,20 @@ impl Exec<'_> {
             Check::IndexResetHonoured => {
                 let log = self.world.control().request_log();
                 usage::index_reset_honoured(&log, self.last_mark.log_seq)
+            }
+            Check::AuthorizeSerial => {
+                let calls = self.world.control().authorize_calls();
+                let without = calls
+                    .iter()
+                    .filter(|c| c.client_cert_serial.is_empty())
+                    .count();
+                let text = match (calls.len(), without) {
+                    (0, _) => "no authorize calls (the proxy decides from its cached intentions)"
+                        .to_owned(),
+                    (n, 0) => format!("{n} authorize call(s), each with a ClientCertSerial"),
+                    (n, k) => format!("{n} authorize call(s), {k} without a ClientCertSerial"),
+                };
+                Observation::new(without == 0, text)
             }
         }
     }

@@ -33,7 +33,7 @@ pub(super) async fn play(
         let detail = format!("the run was cancelled {what}; its world was torn down");
         cancel::mark(result, sig, ms(started.elapsed()), &detail);
     };
-    let build = World::build(&scenario.setup, &cfg.manifest, &cfg.timeouts, seed, node);
+    let build = World::build(scenario, &cfg.manifest, &cfg.timeouts, seed, node);
     let mut world = match until_cancelled(interrupt, build).await {
         Ok(w) => w?,
         Err(sig) => {
@@ -73,7 +73,15 @@ pub(super) async fn play(
         event = event.detail(detail);
     }
     result.timeline.push(event);
-    let ready_timeout = cfg.timeouts.get("ready").unwrap_or(Duration::from_secs(30));
+    let mut ready_timeout = cfg.timeouts.get("ready").unwrap_or(Duration::from_secs(30));
+    if scenario.setup.ready_optional {
+        // A proxy that fails closed may never listen: wait no longer than a change takes.
+        let propagation = cfg
+            .timeouts
+            .get("propagation")
+            .unwrap_or(Duration::from_secs(5));
+        ready_timeout = ready_timeout.min(propagation);
+    }
     let targets = world.ready_addrs();
     let on: Vec<String> = targets.iter().map(ToString::to_string).collect();
     let on = on.join(", ");
@@ -90,11 +98,27 @@ pub(super) async fn play(
             None
         }
     };
+    let mut listening = true;
+    let ready = match ready {
+        Some(Err(not_ready)) if scenario.setup.ready_optional => {
+            listening = false;
+            result.timeline.push(
+                TimelineEvent::new(at(Instant::now()), EventKind::Observation, "proxy ready")
+                    .detail(format!(
+                        "not listening after {} ms ({not_ready}); the scenario allows a proxy \
+                         that fails closed by not listening, so its steps run now",
+                        ready_timeout.as_millis()
+                    )),
+            );
+            Some(Ok(ready_timeout))
+        }
+        other => other,
+    };
     let outcome = match ready {
         None => Ok(()),
         Some(Err(not_ready)) => {
             let check = CheckResult::new(
-                "proxy ready",
+                crate::plan::catch::PROXY_READY,
                 Requirement::Must,
                 Verdict::Fail,
                 format!(
@@ -109,11 +133,13 @@ pub(super) async fn play(
             Ok(())
         }
         Some(Ok(took)) => {
-            result.timeline.push(
-                TimelineEvent::new(at(Instant::now()), EventKind::Observation, "proxy ready")
-                    .detail(format!("ports accepted after {} ms", took.as_millis()))
-                    .ok(true),
-            );
+            if listening {
+                result.timeline.push(
+                    TimelineEvent::new(at(Instant::now()), EventKind::Observation, "proxy ready")
+                        .detail(format!("ports accepted after {} ms", took.as_millis()))
+                        .ok(true),
+                );
+            }
             if world.xds.is_some() {
                 // Envoy opens listeners from LDS; let it answer every push before step one.
                 let settle = xds::settle(world.control().xds_log(), ready_timeout);

@@ -4,12 +4,13 @@
 //! scenarios `jobs` at a time, in rounds (every scenario's first attempt starts before any
 //! second one), longest first within a round. The attempts of a scenario are folded into one `ScenarioResult`: a summary per
 //! attempt plus the full detail of the representative attempt (the first non-passing, else the
-//! first); grading then decides `flaky`.
+//! first); grading then decides `flaky`. With `--fail-fast`, the first attempt graded `fail`
+//! or `error` stops the queue: attempts not yet started are recorded skipped, with why.
 
 use std::sync::Arc;
 
 use reports::{Attempt, ErrorInfo, ScenarioResult, Verdict};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
 
 use super::cancel::Signal;
@@ -35,6 +36,10 @@ pub(super) async fn run_plan(
     );
     // Once a signal arrives, no attempt starts: each left is recorded as not started.
     let mut cancelled: Option<Signal> = None;
+    // With --fail-fast: the id of the first scenario that failed; none starts after it.
+    let (failed_tx, failed_rx) = watch::channel(None::<String>);
+    let failed_tx = Arc::new(failed_tx);
+    let mut stopped: Option<String> = None;
     for round in 0..repeat {
         for (i, p) in start.iter().map(|&i| (i, &plan[i])) {
             if round > 0 && matches!(p, Planned::Skip(_)) {
@@ -44,17 +49,25 @@ pub(super) async fn run_plan(
             let p = p.clone();
             // Taken here, not in the task: attempts start in queue order, whatever the
             // scheduler does (an alternating proxy then alternates deterministically).
-            let permit = match cancelled {
-                Some(sig) => Err(sig),
-                None => tokio::select! {
+            let mut failed = failed_rx.clone();
+            let permit = match (cancelled, &stopped) {
+                (Some(sig), _) => Err(Stop::Signal(sig)),
+                (None, Some(id)) => Err(Stop::FailFast(id.clone())),
+                (None, None) => tokio::select! {
                     biased;
-                    sig = cfg.interrupt.cancelled() => Err(sig),
+                    sig = cfg.interrupt.cancelled() => Err(Stop::Signal(sig)),
+                    Ok(id) = failed.wait_for(Option::is_some) => {
+                        Err(Stop::FailFast(id.clone().unwrap_or_default()))
+                    }
                     p = permits.clone().acquire_owned() => Ok(p),
                 },
             };
-            if let Err(sig) = permit {
-                cancelled = Some(sig);
+            match &permit {
+                Err(Stop::Signal(sig)) => cancelled = Some(*sig),
+                Err(Stop::FailFast(id)) => stopped = Some(id.clone()),
+                Ok(_) => {}
             }
+            let failed_tx = failed_tx.clone();
             let scope = progress.clone();
             handles[i].push(tokio::spawn(super::progress::CURRENT.scope(
                 scope,
@@ -66,10 +79,24 @@ pub(super) async fn run_plan(
                             r.mark_skipped();
                             r
                         }
-                        (Err(sig), Planned::Run(s)) => super::cancel::not_started(blank(s), sig),
+                        (Err(Stop::Signal(sig)), Planned::Run(s)) => {
+                            super::cancel::not_started(blank(s), sig)
+                        }
+                        (Err(Stop::FailFast(after)), Planned::Run(s)) => {
+                            progress.begin(&s.id);
+                            not_started_fail_fast(blank(s), &after)
+                        }
                         (Ok(_permit), Planned::Run(s)) => {
                             progress.begin(&s.id);
-                            run_scenario(&cfg, s).await
+                            let r = run_scenario(&cfg, s).await;
+                            if cfg.fail_fast
+                                && matches!(r.graded_verdict(), Verdict::Fail | Verdict::Error)
+                            {
+                                failed_tx.send_if_modified(|first| {
+                                    first.is_none() && first.replace(s.id.clone()).is_none()
+                                });
+                            }
+                            r
                         }
                     };
                     // The latest finished attempt, for the report salvaged if cleanup is cut short.
@@ -93,6 +120,28 @@ pub(super) async fn run_plan(
         results.push(fold(attempts));
     }
     results
+}
+
+/// Why an attempt did not start.
+enum Stop {
+    /// SIGINT/SIGTERM.
+    Signal(Signal),
+    /// `--fail-fast`, after this scenario failed.
+    FailFast(String),
+}
+
+/// An attempt `--fail-fast` kept from starting: skipped, saying after which failure.
+fn not_started_fail_fast(mut r: ScenarioResult, after: &str) -> ScenarioResult {
+    r.mark_skipped();
+    r.timeline.push(reports::TimelineEvent::new(
+        0,
+        reports::EventKind::Step,
+        format!(
+            "{}--fail-fast stopped the run after {after} failed",
+            reports::NOT_STARTED_LABEL
+        ),
+    ));
+    r
 }
 
 /// One result from a scenario's attempts (in run order, at least one): a single attempt as it

@@ -13,13 +13,15 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper::Request;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, UnixListener};
+use tokio::net::{TcpListener, TcpStream, UnixListener};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::error::Error;
@@ -77,6 +79,8 @@ impl Record {
 pub(crate) enum AppBind {
     /// `127.0.0.1:0`.
     Loopback,
+    /// `127.0.0.1:0` with a listen backlog of 4, so that a `blackhole` can fill it.
+    LoopbackSmallBacklog,
     /// `0.0.0.0:0` (reached through the loopback address by the proxy).
     AnyAddress,
     /// A unix socket at this path (made writable for every user: the proxy may run as another).
@@ -89,7 +93,58 @@ pub(crate) struct App {
     /// Its TCP port on loopback (an unused placeholder port for a unix-socket app).
     pub(crate) addr: SocketAddr,
     pub(crate) record: Arc<Record>,
+    pub(crate) behaviour: Arc<Behaviour>,
     task: JoinHandle<()>,
+}
+
+/// How the app behaves now (changed by `app` steps).
+#[derive(Debug)]
+pub(crate) struct Behaviour {
+    /// The HTTP app waits this long before answering.
+    delay: Mutex<Option<Duration>>,
+    /// `false`: blackholed (not accepting).
+    accepting: watch::Sender<bool>,
+    /// The harness's connections that fill the backlog while blackholed.
+    held: Mutex<Vec<TcpStream>>,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Self {
+            delay: Mutex::new(None),
+            accepting: watch::Sender::new(true),
+            held: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl App {
+    /// From now on: answer after `delay` (HTTP), or (with `blackhole`) accept nothing and keep
+    /// the listen backlog full; neither: normal again.
+    pub(crate) async fn behave(&self, delay: Option<Duration>, blackhole: bool) {
+        *self.behaviour.delay.lock() = delay;
+        if blackhole {
+            self.behaviour.accepting.send_replace(false);
+            let held = fill_backlog(self.addr).await;
+            self.behaviour.held.lock().extend(held);
+        } else {
+            self.behaviour.accepting.send_replace(true);
+            self.behaviour.held.lock().clear();
+        }
+    }
+}
+
+/// Connects to `addr` until a connect stays pending: the backlog is then full and the kernel
+/// drops further SYNs.
+async fn fill_backlog(addr: SocketAddr) -> Vec<TcpStream> {
+    let mut held = Vec::new();
+    for _ in 0..16 {
+        match tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => held.push(s),
+            _ => break,
+        }
+    }
+    held
 }
 
 impl Drop for App {
@@ -109,10 +164,25 @@ pub(crate) async fn start(kind: AppKind, bind: AppBind) -> Result<App, Error> {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777))
                 .map_err(|e| Error::io("open the app's unix socket to the proxy", e))?;
             let record = Arc::new(Record::default());
-            let rec = record.clone();
-            let task = tokio::spawn(accept_loop(kind, rec, listener));
+            let behaviour = Arc::new(Behaviour::default());
+            let (rec, b) = (record.clone(), behaviour.clone());
+            let task = tokio::spawn(accept_loop(kind, rec, b, listener));
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-            return Ok(App { addr, record, task });
+            return Ok(App {
+                addr,
+                record,
+                behaviour,
+                task,
+            });
+        }
+        AppBind::LoopbackSmallBacklog => {
+            let small = || {
+                let s = tokio::net::TcpSocket::new_v4()?;
+                s.bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+                s.listen(4)
+            };
+            let listener = small().map_err(|e| Error::io("bind the app", e))?;
+            return on_listener(kind, listener);
         }
     };
     let listener = TcpListener::bind((ip, 0))
@@ -133,9 +203,15 @@ pub(crate) fn on_listener(kind: AppKind, listener: TcpListener) -> Result<App, E
         local
     };
     let record = Arc::new(Record::default());
-    let rec = record.clone();
-    let task = tokio::spawn(accept_loop(kind, rec, listener));
-    Ok(App { addr, record, task })
+    let behaviour = Arc::new(Behaviour::default());
+    let (rec, b) = (record.clone(), behaviour.clone());
+    let task = tokio::spawn(accept_loop(kind, rec, b, listener));
+    Ok(App {
+        addr,
+        record,
+        behaviour,
+        task,
+    })
 }
 
 /// A TCP or unix listener, as the app serves it.
@@ -145,7 +221,7 @@ trait Accept {
 }
 
 impl Accept for TcpListener {
-    type Stream = tokio::net::TcpStream;
+    type Stream = TcpStream;
     async fn next(&self) -> std::io::Result<Self::Stream> {
         self.accept().await.map(|(s, _)| s)
     }
@@ -158,22 +234,34 @@ impl Accept for UnixListener {
     }
 }
 
-/// Serves every connection `listener` accepts until accepting fails.
-async fn accept_loop<L: Accept>(kind: AppKind, rec: Arc<Record>, listener: L) {
+/// Serves every connection `listener` accepts until accepting fails; while blackholed it
+/// accepts nothing.
+async fn accept_loop<L: Accept>(kind: AppKind, rec: Arc<Record>, b: Arc<Behaviour>, listener: L) {
     let mut conns = tokio::task::JoinSet::new();
-    while let Ok(stream) = listener.next().await {
-        conns.spawn(serve(kind, stream, rec.clone()));
+    let mut accepting = b.accepting.subscribe();
+    loop {
+        if accepting.wait_for(|a| *a).await.is_err() {
+            return;
+        }
+        let stream = tokio::select! {
+            s = listener.next() => match s {
+                Ok(s) => s,
+                Err(_) => return,
+            },
+            _ = accepting.wait_for(|a| !*a) => continue,
+        };
+        conns.spawn(serve(kind, stream, rec.clone(), b.clone()));
         while conns.try_join_next().is_some() {}
     }
 }
 
-async fn serve<S>(kind: AppKind, stream: S, rec: Arc<Record>)
+async fn serve<S>(kind: AppKind, stream: S, rec: Arc<Record>, b: Arc<Behaviour>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     match kind {
         AppKind::Echo => echo(stream, &rec).await,
-        AppKind::Http => http(stream, rec).await,
+        AppKind::Http => http(stream, rec, b).await,
     }
 }
 
@@ -193,7 +281,7 @@ async fn echo<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, rec: &Record) {
     }
 }
 
-async fn http<S>(stream: S, rec: Arc<Record>)
+async fn http<S>(stream: S, rec: Arc<Record>, b: Arc<Behaviour>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -206,7 +294,13 @@ where
         let line = format!("{} {}\n", req.method(), req.uri());
         rec.add(id, line.as_bytes());
         let server = server.clone();
-        async move { Ok::<_, Infallible>(h2::answer(req, &server).await) }
+        let delay = *b.delay.lock();
+        async move {
+            if let Some(d) = delay {
+                tokio::time::sleep(d).await;
+            }
+            Ok::<_, Infallible>(h2::answer(req, &server).await)
+        }
     });
     let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
         .serve_connection(TokioIo::new(stream), svc)

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::types::{AgentService, CompiledChain, HealthEntry};
 use crate::authz::{DefaultPolicy, IntentionSet};
 use crate::knobs::{Knobs, Protocol};
-use crate::normalize::PathNormalization;
+use crate::mesh::MeshEntry;
 use crate::route::{RouteTable, limits};
 use crate::seam::Hooks;
 use crate::snapshot::{Bind, Endpoint, L7Upstream, Snapshot, Target, Upstream};
@@ -108,6 +108,9 @@ pub(crate) struct State {
     pub(crate) health: BTreeMap<HealthKey, Vec<HealthEntry>>,
     /// The latest execution of each prepared-query upstream.
     pub(crate) queries: BTreeMap<QueryKey, super::types::QueryExecution>,
+    /// The `mesh` config entry: `None` until the first read, then `Some(None)` when no entry
+    /// exists (Consul's `MeshConfigSet`: a snapshot waits for it).
+    pub(crate) mesh: Option<Option<MeshEntry>>,
     /// The hooks every snapshot carries (and the control plane asks while assembling).
     pub(crate) hooks: Hooks,
 }
@@ -363,9 +366,13 @@ impl State {
         }
     }
 
-    /// A complete snapshot, or `None` while registration, leaf, roots, intentions or the default
-    /// policy is missing.
+    /// A complete snapshot, or `None` while registration, leaf, roots, intentions, the default
+    /// policy or the first answer about the mesh entry is missing.
     pub(crate) fn snapshot(&self) -> Option<Snapshot> {
+        let mesh = self
+            .hooks
+            .mesh_entry(self.mesh.clone()?)
+            .unwrap_or_default();
         let svc = self.service.as_ref()?;
         let proxy = svc.proxy.as_ref()?;
         let (leaf, roots) = (self.leaf.clone()?, self.roots.clone()?);
@@ -373,7 +380,7 @@ impl State {
         if intentions.destination() != proxy.destination_service_name {
             return None;
         }
-        let knobs = Knobs::from_config(&proxy.config);
+        let knobs = self.hooks.knobs(Knobs::from_config(&proxy.config));
         let local_app = sockets::local_app(proxy);
         let local_app = self.hooks.local_app(local_app, proxy);
         let upstreams = upstream_specs(svc)
@@ -442,7 +449,8 @@ impl State {
             knobs,
             upstreams,
             transparent: transparent::transparent(proxy),
-            path_normalization: PathNormalization::default(),
+            path_normalization: mesh.path_normalization(),
+            mesh: mesh.settings(),
             hooks: self.hooks.clone(),
         })
     }

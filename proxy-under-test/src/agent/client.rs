@@ -7,6 +7,8 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 
+use crate::mesh::MeshEntry;
+
 use super::AgentError;
 use super::recovery::AgentHealth;
 use super::types::{AgentService, CaRoots, ChainResponse, HealthEntry, LeafCert, QueryExecution};
@@ -264,6 +266,30 @@ impl AgentClient {
         .await
     }
 
+    /// `GET /v1/config/mesh?index=&wait=`: the `mesh` config entry, if one is stored. The list
+    /// form blocks on the config-entries index whether or not the entry exists (the single-entry
+    /// form answers 404 without blocking). An agent without the endpoint (404) has no entry.
+    pub async fn mesh(
+        &self,
+        index: u64,
+        wait: Duration,
+    ) -> Result<Blocking<Option<MeshEntry>>, AgentError> {
+        let got: Result<Blocking<Option<Vec<MeshEntry>>>, AgentError> = self
+            .blocking(Method::GET, "/v1/config/mesh", vec![], None, index, wait)
+            .await;
+        match got {
+            Ok(b) => Ok(Blocking {
+                index: b.index,
+                body: b.body.and_then(|v| v.into_iter().next()),
+            }),
+            Err(AgentError::Status { status: 404, .. }) => Ok(Blocking {
+                index: 0,
+                body: None,
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `GET /v1/connect/intentions/match?by=destination&name=<service>&cached` (`null` = none).
     /// `?cached` (here, for chains and for health) lets the agent answer from its cache while the
     /// servers are unreachable.
@@ -278,7 +304,7 @@ impl AgentClient {
             ("name", service.to_owned()),
             ("cached", String::new()),
         ];
-        let got: Blocking<BTreeMap<String, Option<Vec<Intention>>>> = self
+        let got: Blocking<BTreeMap<String, Option<Vec<Intention>>>> = match self
             .blocking(
                 Method::GET,
                 "/v1/connect/intentions/match",
@@ -287,7 +313,18 @@ impl AgentClient {
                 index,
                 wait,
             )
-            .await?;
+            .await
+        {
+            Err(AgentError::Status { status: 403, .. })
+                if let Some(list) = self.hooks.intentions_forbidden(service) =>
+            {
+                return Ok(Blocking {
+                    body: list,
+                    index: 1,
+                });
+            }
+            other => other?,
+        };
         let list = got.body.get(service).cloned().flatten().unwrap_or_default();
         Ok(Blocking {
             body: list,

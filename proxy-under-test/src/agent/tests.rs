@@ -91,6 +91,18 @@ async fn fake_agent(responder: Responder) -> (Fake, String) {
     (fake, addr.to_string())
 }
 
+/// Waits (20 s at most) until the fake agent has answered `n` requests in all.
+async fn wait_for_requests(fake: &Fake, n: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while fake.log.lock().unwrap().len() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fake agent saw fewer than {n} requests in 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 fn ok_json(v: &serde_json::Value, index: u64) -> Reply {
     (
         StatusCode::OK,
@@ -321,11 +333,19 @@ async fn watch_backs_off_on_errors_without_hot_looping() {
             async move { c.roots(i, t.wait).await }
         },
     ));
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Four failed requests (an event: however long a loaded machine takes); between them the
+    // backoff waits 25-50, 50-100 and 100-200 ms, so they cannot come sooner than 175 ms after
+    // the start (a hot loop sends them at once). Load only makes them later.
+    let started = std::time::Instant::now();
+    wait_for_requests(&fake, 4).await;
+    let took = started.elapsed();
     task.abort();
+    let _ = task.await;
     let n = fake.log.lock().unwrap().len();
-    // Backoff 25-50, 50-100, 100-200, 200-400, 200-400...: at most ~8 requests in a second.
-    assert!((3..=9).contains(&n), "{n} requests in 1s");
+    assert!(
+        took >= Duration::from_millis(175),
+        "{n} requests in {took:?}"
+    );
     assert!(metrics.render().contains(&format!(
         "proxy_agent_watch_errors_total{{watch=\"roots\"}} {n}"
     )));
@@ -492,7 +512,10 @@ async fn proxy_runs_from_the_agent_follows_changes_and_fails_static() {
 
     // Agent fails: data path unchanged (fail static).
     *down.lock().unwrap() = true;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Until the proxy has met the failure: two more requests answered while down (at least one
+    // of them after a blocked read returned).
+    let seen = fake.log.lock().unwrap().len();
+    wait_for_requests(&fake, seen + 2).await;
     assert!(
         probe(running.inbound_addr(), web.clone(), b"hi")
             .await
@@ -578,7 +601,7 @@ async fn nothing_is_bound_before_the_configuration_is_complete() {
     );
     let no_leaf = Arc::new(AtomicFlag::default());
     let nl = no_leaf.clone();
-    let (_fake, addr) = fake_agent(Arc::new(move |r: &Req| {
+    let (fake, addr) = fake_agent(Arc::new(move |r: &Req| {
         if r.path.starts_with("/v1/agent/connect/ca/leaf/") && !nl.get() {
             return (
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -595,7 +618,24 @@ async fn nothing_is_bound_before_the_configuration_is_complete() {
             .timing(fast())
             .start(),
     );
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Until the proxy has asked for its leaf and been refused twice (the agent's CA is not
+    // bootstrapped): it must still be waiting, with nothing bound.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while fake
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.path.starts_with("/v1/agent/connect/ca/leaf/"))
+        .count()
+        < 2
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no leaf request in 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(!start.is_finished());
     assert!(
         tokio::net::TcpStream::connect(("127.0.0.1", port))

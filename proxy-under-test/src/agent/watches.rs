@@ -64,7 +64,13 @@ pub(crate) async fn index_watch<T, F, Fut>(
                 index = 0;
                 last_seen = None;
                 let delay = backoff.failure();
-                tracing::warn!(watch = name, error = %e, retry_in = ?delay, failures = backoff.failures(), "agent watch failed; keeping last data");
+                if matches!(e, AgentError::Status { status: 403, .. }) {
+                    // Without this data nothing it decides can be trusted to be current: the
+                    // proxy keeps what it had (and, with nothing yet, never opens its listeners).
+                    tracing::error!(watch = name, error = %e, retry_in = ?delay, "the proxy's ACL token may not read what this watch needs (403); failing closed: no new data until the token is granted it");
+                } else {
+                    tracing::warn!(watch = name, error = %e, retry_in = ?delay, failures = backoff.failures(), "agent watch failed; keeping last data");
+                }
                 if tx.is_closed() {
                     return;
                 }

@@ -5,38 +5,39 @@
 //! applies to the next request or stream on a connection that is already open; refused ones get
 //! Envoy's RBAC answer (403 `RBAC: access denied`, or `grpc-status: 7` for gRPC calls), allowed
 //! ones go to the local application ([`app`]: HTTP/1.1, or h2c for `http2`/`grpc`). Bodies,
-//! trailers and flow control pass through hyper's streaming bodies; a stream reset by the
+//! trailers and flow control pass through hyper's streaming bodies; with
+//! `local_request_timeout_ms` an answer whose headers do not come in time is replaced by Envoy's
+//! `504 upstream request timeout`; a stream reset by the
 //! application is reset towards the caller with the same reason, and one reset by the caller is
 //! reset towards the application.
 
 pub(crate) mod app;
 pub(crate) mod reply;
+pub(crate) mod xfcc;
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::uri::PathAndQuery;
-use http::{HeaderValue, Request, Response, StatusCode, Uri};
+use http::{Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
 use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
 use self::app::{AppClient, AppError};
 use super::Shared;
 use super::inbound::{Peer, log_end, supervise};
 use crate::authz::RequestInfo;
+use crate::knobs::Protocol;
+use crate::mesh::Underscores;
 use crate::normalize::PathAction;
 use crate::seam::PerConnection;
 use crate::snapshot::Snapshot;
 
 pub(crate) type Body = BoxBody<Bytes, hyper::Error>;
-
-/// Header carrying the authenticated caller to the application (Envoy's XFCC, URI only).
-const XFCC: &str = "x-forwarded-client-cert";
 
 struct Forwarder {
     shared: Arc<Shared>,
@@ -58,6 +59,9 @@ impl Forwarder {
                 "no configuration",
             ));
         };
+        if let Some(answer) = underscores(&snap, grpc, &mut req) {
+            return Ok(answer);
+        }
         if let Some(answer) = normalize(&snap, grpc, &mut req) {
             return Ok(answer);
         }
@@ -84,11 +88,28 @@ impl Forwarder {
             source = %self.peer.id, version = ?req.version(), method = %req.method(),
             path = req.uri().path(), reason = %decision.reason, "HTTP request allowed"
         );
-        req.headers_mut().remove(XFCC);
-        if let Ok(v) = HeaderValue::from_str(&format!("URI={}", self.peer.id)) {
-            req.headers_mut().insert(XFCC, v);
+        let forward_xfcc = !snap.mesh.sanitize_xfcc && snap.knobs.protocol != Protocol::Grpc;
+        if let Some(own) = snap.leaf.certified.cert.first() {
+            xfcc::apply(req.headers_mut(), forward_xfcc, own, &self.peer.chain);
         }
-        match self.app.send(&snap, req).await {
+        let sent = match snap.knobs.local_request_timeout {
+            None => self.app.send(&snap, req).await,
+            Some(limit) => match tokio::time::timeout(limit, self.app.send(&snap, req)).await {
+                Ok(sent) => sent,
+                Err(_) => {
+                    // Envoy's route timeout (`local_request_timeout_ms`): 504, and the
+                    // application connection that still owes the answer is not reused.
+                    self.app.forget().await;
+                    tracing::info!(app = %snap.local_app, ?limit, "local application did not answer in time");
+                    return Ok(reply::local(
+                        grpc,
+                        StatusCode::GATEWAY_TIMEOUT,
+                        "upstream request timeout",
+                    ));
+                }
+            },
+        };
+        match sent {
             Ok(resp) => Ok(resp.map(|b| response_body(&snap, b))),
             Err(AppError::Request(e)) if snap.knobs.protocol.is_h2() => {
                 tracing::info!(app = %snap.local_app, error = %e, "stream to the local application failed; resetting the caller's stream");
@@ -104,6 +125,31 @@ impl Forwarder {
             }
         }
     }
+}
+
+/// `headers_with_underscores_action` (the `mesh` entry's `HeadersWithUnderscoresAction`):
+/// header names with `_` pass, make the request fail with 400, or are dropped.
+fn underscores(snap: &Snapshot, grpc: bool, req: &mut Request<Incoming>) -> Option<Response<Body>> {
+    if snap.mesh.underscores == Underscores::Allow {
+        return None;
+    }
+    let named: Vec<http::HeaderName> = req
+        .headers()
+        .keys()
+        .filter(|k| k.as_str().contains('_'))
+        .cloned()
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    if snap.mesh.underscores == Underscores::RejectRequest {
+        tracing::info!(header = %named[0], "HTTP request refused: header name with an underscore");
+        return Some(reply::local(grpc, StatusCode::BAD_REQUEST, ""));
+    }
+    for name in named {
+        req.headers_mut().remove(&name);
+    }
+    None
 }
 
 /// Normalizes the request's path as Envoy's connection manager does before any filter sees it
@@ -150,7 +196,7 @@ pub(crate) fn response_body(snap: &Snapshot, body: Incoming) -> Body {
 }
 
 pub(crate) async fn serve(
-    stream: TlsStream<TcpStream>,
+    stream: TlsStream<super::inbound::Wire>,
     peer: Peer,
     snap: Arc<Snapshot>,
     shared: Arc<Shared>,

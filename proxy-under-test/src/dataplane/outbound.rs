@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-use super::inbound::COPY_BUF;
+use super::inbound::{COPY_BUF, WIRE_READ_BUF, Wire};
 use super::listen::UpstreamListener;
 use super::{Shared, flag_set, resolve};
 use crate::metrics::RefuseReason;
@@ -228,13 +228,13 @@ where
     }
 }
 
-/// mTLS to `ep` of `target`, offering ALPN `h2` when `h2`.
+/// mTLS to `ep` of `target`, offering ALPN `h2` when `h2`, over a buffered socket ([`Wire`]).
 pub(crate) async fn dial(
     snap: &Snapshot,
     target: &Target,
     ep: &Endpoint,
     h2: bool,
-) -> Result<TlsStream<TcpStream>, String> {
+) -> Result<TlsStream<Wire>, String> {
     let expected = ExpectedServer {
         namespace: target.namespace.clone(),
         datacenter: if ep.datacenter.is_empty() {
@@ -244,8 +244,13 @@ pub(crate) async fn dial(
         },
         service: target.service.clone(),
     };
-    let config =
-        tls::outbound(&snap.leaf, &snap.roots, expected.clone()).map_err(|e| e.to_string())?;
+    let config = tls::outbound_bounded(
+        &snap.leaf,
+        &snap.roots,
+        expected.clone(),
+        &snap.mesh.tls_outgoing,
+    )
+    .map_err(|e| e.to_string())?;
     let config = snap.hooks.outbound_tls(config, &snap.roots, &expected);
     let config = if h2 {
         let mut c = (*config).clone();
@@ -262,8 +267,9 @@ pub(crate) async fn dial(
     let name = ServerName::try_from(sni.trim_end_matches('.').to_owned())
         .or_else(|_| ServerName::try_from("upstream.consul".to_owned()))
         .map_err(|e| e.to_string())?;
+    // Buffered socket reads under rustls, as on the public listener (`WIRE_READ_BUF`).
     TlsConnector::from(config)
-        .connect(name, tcp)
+        .connect(name, Wire::with_capacity(WIRE_READ_BUF, tcp))
         .await
         .map_err(|e| format!("TLS: {e}"))
 }

@@ -1,6 +1,8 @@
 //! In-process data-plane tests for the inbound side: mTLS acceptance and refusals, resumption
 //! off, L4 intentions, re-authorization of open connections, lifetime, fail-closed start.
 
+mod limits;
+
 use std::sync::Arc;
 use std::time::Duration;
 

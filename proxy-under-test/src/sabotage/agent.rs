@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use super::{Sabotage, Sabotages};
 use crate::agent::{AgentClient, AgentError, Timing};
+use crate::authz::Intention;
 
 /// How often `tight-polling` polls each watch.
 pub(crate) const TIGHT_POLL: Duration = Duration::from_millis(50);
@@ -161,6 +162,13 @@ impl ClientHooks {
     /// follows its splitter at L4).
     pub(crate) fn l4_override(&self) -> bool {
         !self.has(Sabotage::NoProtocolOverride)
+    }
+
+    /// `fail-open-on-403`: a token that may not read the intentions is taken to mean "no
+    /// restrictions": `* -> service` allow.
+    pub(crate) fn intentions_forbidden(&self, service: &str) -> Option<Vec<Intention>> {
+        self.has(Sabotage::FailOpenOn403)
+            .then(|| vec![Intention::l4("*", service, true)])
     }
 
     /// `tight-polling`: no token bucket worth the name, agent/self every 50 ms too.

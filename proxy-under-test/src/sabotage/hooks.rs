@@ -18,6 +18,8 @@ use crate::agent::AgentClient;
 use crate::agent::types::AgentProxy;
 use crate::authz::{Decision, DefaultPolicy, IntentionSet};
 use crate::dataplane::l7::Body;
+use crate::knobs::Knobs;
+use crate::mesh::MeshEntry;
 use crate::normalize::{EscapedSlashes, PathNormalization};
 use crate::snapshot::{Endpoint, LocalApp, Snapshot};
 use crate::spiffe::{ServiceId, service_id_of_cert};
@@ -135,6 +137,20 @@ impl Hooks {
         }
     }
 
+    /// `ignore-mesh-entry`: the entry is dropped as if none existed.
+    pub(crate) fn mesh_entry(&self, read: Option<MeshEntry>) -> Option<MeshEntry> {
+        if self.has(Sabotage::IgnoreMeshEntry) {
+            None
+        } else {
+            read
+        }
+    }
+
+    /// `pass-spoofed-xfcc`: the application's XFCC goes out through upstream listeners.
+    pub(crate) fn keep_app_xfcc(&self) -> bool {
+        self.has(Sabotage::PassSpoofedXfcc)
+    }
+
     /// `raw-path-authz`: no normalization at all (the path is matched and forwarded as sent).
     pub(crate) fn path_normalization(&self, configured: PathNormalization) -> PathNormalization {
         if self.has(Sabotage::RawPathAuthz) {
@@ -193,6 +209,19 @@ impl Hooks {
             .into_iter()
             .filter(|e| e.host.parse::<IpAddr>().is_ok())
             .collect()
+    }
+
+    /// `ignore-inbound-limit` / `ignore-local-timeouts`: the knobs of a proxy that does not
+    /// implement those keys.
+    pub(crate) fn knobs(&self, mut knobs: Knobs) -> Knobs {
+        if self.has(Sabotage::IgnoreInboundLimit) {
+            knobs.max_inbound_connections = None;
+        }
+        if self.has(Sabotage::IgnoreLocalTimeouts) {
+            knobs.local_connect_timeout = std::time::Duration::from_secs(600);
+            knobs.local_request_timeout = None;
+        }
+        knobs
     }
 
     /// `ignore-app-socket`: the local app as a proxy without socket support sees it.

@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 54] = [
+const CATALOGUE: [&str; 59] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -72,6 +72,11 @@ const CATALOGUE: [&str; 54] = [
     "ignore-lb-policy",
     "never-repoll-query",
     "no-protocol-override",
+    "ignore-inbound-limit",
+    "ignore-local-timeouts",
+    "fail-open-on-403",
+    "ignore-mesh-entry",
+    "pass-spoofed-xfcc",
 ];
 
 #[test]

@@ -203,3 +203,27 @@ async fn a_p384_ca_signing_with_sha256_as_consul_does_verifies() {
     let (s, c) = pair(&leaf, &trust, &leaf, &trust);
     handshake(s, c).await.unwrap();
 }
+
+#[test]
+fn aes128_gcm_comes_first_and_every_other_suite_stays() {
+    use rustls::CipherSuite as C;
+    let suites: Vec<C> = provider().cipher_suites.iter().map(|s| s.suite()).collect();
+    assert_eq!(suites.first(), Some(&C::TLS13_AES_128_GCM_SHA256));
+    let mut all: Vec<C> = rustls::crypto::ring::default_provider()
+        .cipher_suites
+        .iter()
+        .map(|s| s.suite())
+        .collect();
+    assert!(all.contains(&C::TLS13_AES_256_GCM_SHA384));
+    assert!(all.contains(&C::TLS13_CHACHA20_POLY1305_SHA256));
+    let mut ours = suites.clone();
+    all.sort_by_key(|s| format!("{s:?}"));
+    ours.sort_by_key(|s| format!("{s:?}"));
+    assert_eq!(ours, all, "reordered, none dropped");
+    // TLS 1.2 suites: AES-128-GCM before the AES-256 ones too.
+    let pos = |c: C| suites.iter().position(|s| *s == c).unwrap();
+    assert!(
+        pos(C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256)
+            < pos(C::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384)
+    );
+}

@@ -26,6 +26,8 @@ fn watch_of(e: &LogEntry) -> &'static str {
         "health"
     } else if p == "/v1/agent/self" {
         "self"
+    } else if p == "/v1/config/mesh" {
+        "mesh"
     } else {
         "other"
     }

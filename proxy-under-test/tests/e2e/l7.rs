@@ -190,10 +190,12 @@ async fn permissions_decide_each_request() {
     }
     let td = w.c().trust_domain();
     let (_, body) = send(&mut web, "GET", "/exact", &[]).await;
-    assert_eq!(
-        body,
-        format!("GET /exact URI=spiffe://{td}/ns/default/dc/dc1/svc/web"),
-        "the app sees the caller"
+    // Envoy's APPEND_FORWARD element: By (this sidecar), Hash, Cert, Chain, Subject, URI.
+    assert!(
+        body.starts_with(&format!(
+            "GET /exact By=spiffe://{td}/ns/default/dc/dc1/svc/db;Hash="
+        )) && body.ends_with(&format!(";URI=spiffe://{td}/ns/default/dc/dc1/svc/web")),
+        "the app sees the caller: {body}"
     );
     let mut api = http_client(&w, "api").await;
     for path in ["/admin", "/elsewhere", "/exact"] {

@@ -75,15 +75,36 @@ fn page_is_self_contained() {
     for page in [to_html(&sample_report()), to_html(&hostile_report())] {
         let lower = page.to_lowercase();
         for needle in [
-            "http://", "https://", "src=", "url(", "@import", "<link", "<script", "<iframe",
-            "<object", "<embed",
+            "http://",
+            "src=",
+            "url(",
+            "@import",
+            "<link",
+            "<script",
+            "<iframe",
+            "<object",
+            "<embed",
+            "javascript:",
+            "data:",
         ] {
             assert!(!lower.contains(needle), "page contains {needle}");
         }
-        // Links only point inside the page.
+        // Links point inside the page, to a catalogue file (a relative path) or to Consul's
+        // documentation; nothing is loaded from outside.
         for (i, _) in lower.match_indices("href=\"") {
-            assert!(lower[i + 6..].starts_with('#'), "external href at {i}");
+            let href = &lower[i + 6..];
+            assert!(
+                href.starts_with('#')
+                    || href.starts_with("../scenarios/catalogue/")
+                    || href.starts_with("https://developer.hashicorp.com/consul/"),
+                "unexpected href at {i}: {}",
+                &href[..href.len().min(60)]
+            );
         }
+        assert_eq!(
+            lower.matches("https://").count(),
+            lower.matches("href=\"https://").count()
+        );
     }
 }
 
@@ -128,4 +149,28 @@ fn failures_come_first_with_reasons_fixes_and_an_interrupted_column() {
     let facts = page.find("Run details").unwrap();
     assert!(attention < facts && facts < profiles, "failures first");
     assert!(page.contains("<th>Interrupted</th>"));
+}
+
+#[test]
+fn each_scenario_links_its_catalogue_file_and_consul_docs() {
+    let page = to_html(&sample_report());
+    assert!(
+        page.contains(
+            "<a href=\"../scenarios/catalogue/core/l4-allow-deny.toml\">catalogue: l4-allow-deny.toml</a>"
+        ),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            "<a href=\"https://developer.hashicorp.com/consul/docs/connect/intentions\" rel=\"noreferrer\">Consul: connect/intentions</a>"
+        ),
+        "{page}"
+    );
+    // A report from elsewhere cannot smuggle a script or an absolute file link in.
+    let mut r = sample_report();
+    r.scenarios[0].catalogue = Some("javascript:alert(1)".into());
+    r.scenarios[0].docs = vec!["javascript:alert(1)".into(), "http://example.com/x".into()];
+    let page = to_html(&r);
+    assert!(!page.contains("javascript:"), "{page}");
+    assert!(!page.contains("example.com"), "{page}");
 }

@@ -48,11 +48,11 @@ fn version_is_checked_before_the_shape() {
 #[test]
 fn accepts_a_newer_minor_with_extra_fields() {
     let mut v: Value = serde_json::from_str(&to_json(&sample_report())).unwrap();
-    v["schema_version"] = "1.3".into();
-    v["added_in_1_3"] = serde_json::json!({"anything": true});
+    v["schema_version"] = "1.9".into();
+    v["added_in_1_9"] = serde_json::json!({"anything": true});
     v["scenarios"][0]["also_new"] = 5.into();
     let r = Report::from_json(&v.to_string()).unwrap();
-    assert_eq!(r.schema_version, "1.3");
+    assert_eq!(r.schema_version, "1.9");
     assert_eq!(r.scenarios, sample_report().scenarios);
 }
 
@@ -100,4 +100,18 @@ fn a_version_1_report_without_xds_tls_mode_still_reads() {
     with.proxy.xds_tls_mode = Some("sds".into());
     let back = Report::from_json(&to_json(&with)).unwrap();
     assert_eq!(back.proxy.xds_tls_mode.as_deref(), Some("sds"));
+}
+
+#[test]
+fn a_1_2_report_without_links_still_reads() {
+    let mut v: Value = serde_json::from_str(&to_json(&sample_report())).unwrap();
+    v["schema_version"] = "1.2".into();
+    for s in v["scenarios"].as_array_mut().unwrap() {
+        let o = s.as_object_mut().unwrap();
+        o.remove("catalogue");
+        o.remove("docs");
+    }
+    let r = Report::from_json(&v.to_string()).unwrap();
+    assert_eq!(r.scenarios[0].catalogue, None);
+    assert!(r.scenarios[0].docs.is_empty());
 }

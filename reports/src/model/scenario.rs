@@ -33,6 +33,16 @@ pub struct ScenarioResult {
     /// first failing one, else the first). Empty for a single run (added in schema 1.2).
     #[serde(default)]
     pub attempts: Vec<Attempt>,
+    /// Where the scenario is defined: a link to its catalogue file (relative to the report's
+    /// directory where the file is on the machine that wrote the report, else the file's path
+    /// in the repository, e.g. `scenarios/catalogue/core/l4-allow-deny.toml`). `None` when
+    /// absent (added in schema 1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalogue: Option<String>,
+    /// The Consul documentation pages that define the behaviour the scenario tests (URLs).
+    /// Empty when absent (added in schema 1.3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub docs: Vec<String>,
 }
 
 /// One graded expectation of a scenario.
@@ -121,6 +131,8 @@ impl ScenarioResult {
             artifacts: Vec::new(),
             error: None,
             attempts: Vec::new(),
+            catalogue: None,
+            docs: Vec::new(),
         }
     }
 

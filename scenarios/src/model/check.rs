@@ -171,6 +171,9 @@ pub enum Check {
     /// The proxy sent a request with an index smaller than one it had already used (it noticed
     /// the reset) and kept using blocking queries afterwards.
     IndexResetHonoured,
+    /// Every `POST /v1/agent/connect/authorize` the proxy made carried a `ClientCertSerial`
+    /// (a proxy that makes none passes, and the observation says so); meant as `info`.
+    AuthorizeSerial,
 }
 
 /// Where an inbound probe connects.

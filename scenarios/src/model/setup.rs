@@ -61,6 +61,14 @@ pub struct Setup {
     /// The agent's CA at bootstrap (`[setup.ca]`): key kind and chain mode.
     #[serde(default)]
     pub ca: Option<CaSetup>,
+    /// The proxy token's ACL rules (HCL or JSON, as a policy's `Rules`) instead of the harness's
+    /// default ones, e.g. without `intentions:read`.
+    #[serde(default)]
+    pub token_rules: Option<String>,
+    /// The proxy may never open its listeners (it fails closed): the steps run once its ports
+    /// accept, or after `propagation` if they never do (no "proxy ready" failure).
+    #[serde(default)]
+    pub ready_optional: bool,
 }
 
 /// `[setup.ca]`: the CA the cluster bootstraps with.

@@ -78,6 +78,13 @@ pub enum Step {
         /// How it answers now (`blackhole` is for the setup only).
         answer: Answer,
     },
+    /// Change how the local application behind the proxy (db's app) behaves from now on:
+    /// `delay` (HTTP app: wait before answering), `blackhole` (stop accepting, with the listen
+    /// backlog kept full, so the proxy's connects stay pending); `answer = {}`: normal again.
+    App {
+        /// How it answers now (only `delay` and `blackhole`).
+        answer: Answer,
+    },
     /// Re-register the sidecar with one more upstream (a non-initial one from the setup).
     AddUpstream {
         /// The upstream's name.

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{FieldPath, Seg};
 use crate::model::{
-    Answer, AppProtocol, BurstCheck, Check, ConnProtocol, Expectation, FaultSpec, Generator,
+    Answer, AppProtocol, BurstCheck, Catch, Check, ConnProtocol, Expectation, FaultSpec, Generator,
     Identity, InboundVia, InstanceSpec, IntentionSpec, Outcome, Policy, Profile, RequestCheck,
     Requirement, RootRef, Scenario, Setup, SpreadCheck, Step, UpstreamVia,
 };
@@ -167,7 +167,7 @@ struct ScenarioRepr {
     #[serde(default)]
     features: Vec<String>,
     #[serde(default)]
-    catches: Vec<String>,
+    catches: Vec<Catch>,
     #[serde(default)]
     setup: Setup,
     #[serde(default, deserialize_with = "steps")]
@@ -217,6 +217,9 @@ enum StepRepr {
     AddInstance(InstanceSpec),
     Instance {
         instance: String,
+        answer: Answer,
+    },
+    App {
         answer: Answer,
     },
     AddUpstream {
@@ -358,6 +361,7 @@ enum CheckRepr {
     Spread(SpreadCheck),
     Burst(BurstCheck),
     IndexResetHonoured {},
+    AuthorizeSerial {},
 }
 
 #[derive(Deserialize)]

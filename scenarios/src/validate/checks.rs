@@ -93,8 +93,10 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
                 return Err(FieldError::new(at.key("path"), "must start with '/'"));
             }
             for name in headers.keys() {
-                if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                {
+                // `_` included: header names with underscores are legal (RFC 9110 tchar) and
+                // what the mesh entry's `HeadersWithUnderscoresAction` is about.
+                let ok = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+                if name.is_empty() || !name.bytes().all(ok) {
                     return Err(FieldError::new(
                         at.key("headers").key(name),
                         "not an HTTP header name",
@@ -250,6 +252,7 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             }
             Ok(())
         }
+        Check::AuthorizeSerial => Ok(()),
         Check::IndexResetHonoured => {
             if st.index_reset {
                 Ok(())

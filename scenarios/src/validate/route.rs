@@ -45,6 +45,43 @@ pub(super) fn check_answer(at: &FieldPath, a: &Answer, live: bool) -> Result<(),
     Ok(())
 }
 
+/// An `app` step: only `delay` (for an HTTP-family app) or `blackhole` (for a loopback TCP
+/// app), not both.
+pub(super) fn check_app_answer(
+    at: &FieldPath,
+    a: &Answer,
+    s: &crate::model::Scenario,
+) -> Result<(), FieldError> {
+    if a.status.is_some() || a.first.is_some() || a.reset || a.refuse {
+        return Err(FieldError::new(
+            at.clone(),
+            "the local app takes only `delay` and `blackhole`",
+        ));
+    }
+    if let Some(d) = &a.delay {
+        go_duration(&at.key("delay"), d)?;
+        if !matches!(s.setup.protocol.as_deref(), Some("http" | "http2" | "grpc")) {
+            return Err(FieldError::new(
+                at.key("delay"),
+                "`delay` needs an HTTP app: set `setup.protocol` to http, http2 or grpc",
+            ));
+        }
+        if a.blackhole {
+            return Err(FieldError::new(
+                at.clone(),
+                "give `delay` or `blackhole`, not both",
+            ));
+        }
+    }
+    if a.blackhole && (s.setup.app_socket || s.setup.transparent.is_some()) {
+        return Err(FieldError::new(
+            at.key("blackhole"),
+            "`blackhole` needs the app on a loopback TCP port (no `app_socket`, no transparent mode)",
+        ));
+    }
+    Ok(())
+}
+
 /// An instance with an `answer` must speak HTTP.
 pub(super) fn check_instance_answer(at: &FieldPath, i: &InstanceSpec) -> Result<(), FieldError> {
     check_answer(&at.key("answer"), &i.answer, false)?;

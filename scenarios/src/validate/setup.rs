@@ -26,6 +26,16 @@ pub(super) fn check_setup(at: &FieldPath, setup: &Setup) -> Result<(), FieldErro
     if let Some(p) = &setup.protocol {
         one_of(&at.key("protocol"), p, PROTOCOLS)?;
     }
+    if setup
+        .token_rules
+        .as_deref()
+        .is_some_and(|r| r.trim().is_empty())
+    {
+        return Err(FieldError::new(
+            at.key("token_rules"),
+            "empty: leave `token_rules` out for the harness's default rules",
+        ));
+    }
     if let Some(t) = &setup.transparent
         && t.outbound_port == Some(0)
     {
@@ -200,10 +210,15 @@ fn db_is_l7(setup: &Setup) -> bool {
             })
 }
 
-/// `Kind` and `Name` of a config entry (either case of the key, as Consul decodes them).
+/// `Kind` and `Name` of a config entry (either case of the key, as Consul decodes them). A
+/// `mesh` entry has no `Name` key (Consul refuses one): its name is always `mesh`.
 pub(crate) fn entry_kind_name(e: &Value) -> Option<(&str, &str)> {
     let get = |a: &str, b: &str| e.get(a).or_else(|| e.get(b)).and_then(Value::as_str);
-    Some((get("Kind", "kind")?, get("Name", "name")?))
+    let kind = get("Kind", "kind")?;
+    if kind == "mesh" {
+        return Some((kind, "mesh"));
+    }
+    Some((kind, get("Name", "name")?))
 }
 
 /// Config entry kinds the simulated agent stores.
@@ -214,6 +229,7 @@ const ENTRY_KINDS: &[&str] = &[
     "service-resolver",
     "service-splitter",
     "service-router",
+    "mesh",
 ];
 
 pub(crate) fn check_config_entry(at: &FieldPath, entry: &Value) -> Result<(), FieldError> {

@@ -132,6 +132,7 @@ fn check_step<'a>(
                 ))
             }
         }
+        Step::App { answer } => super::route::check_app_answer(&at.key("answer"), answer, s),
         Step::Instance { instance, answer } => {
             known_instance(&at.key("instance"), instance, st)?;
             super::route::check_answer(&at.key("answer"), answer, true)

@@ -56,6 +56,57 @@ fn ids_features_and_catches() {
 }
 
 #[test]
+fn catches_name_the_checks_that_must_fail() {
+    let step = expect_step(
+        "{ kind = \"inbound\", identity = { kind = \"service\", service = \"web\" }, outcome = \"allowed\" }",
+    );
+    // The bare name and the table form are both accepted, and mean what they say.
+    good(&format!(
+        "catches = [\"first-match\", {{ sabotage = \"ignore-deny\", checks = [\"n\"] }}]\n{step}"
+    ));
+    let s = parse(
+        "x.toml",
+        &format!("{HEAD}catches = [\"first-match\", {{ sabotage = \"ignore-deny\", checks = [\"n\"] }}]\n{step}"),
+    )
+    .unwrap();
+    assert_eq!(
+        s.catches,
+        vec![
+            crate::model::Catch::any("first-match"),
+            crate::model::Catch::by("ignore-deny", &["n"])
+        ]
+    );
+    // A check that is not an `expect` step of the scenario.
+    let (f, m) = bad(&format!(
+        "catches = [{{ sabotage = \"ignore-deny\", checks = [\"n\", \"web denied\"] }}]\n{step}"
+    ));
+    assert_eq!(f, "catches[0].checks[1]");
+    assert!(
+        m.contains("\"web denied\" is not the name of an `expect` step"),
+        "{m}"
+    );
+    assert!(m.contains("known: n"), "{m}");
+    // An unknown sabotage in the table form, a sabotage listed twice across both forms.
+    let (f, _) = bad(&format!(
+        "catches = [{{ sabotage = \"ignore-denies\", checks = [\"n\"] }}]\n{step}"
+    ));
+    assert_eq!(f, "catches[0]");
+    let (f, m) = bad(&format!(
+        "catches = [\"ignore-deny\", {{ sabotage = \"ignore-deny\", checks = [\"n\"] }}]\n{step}"
+    ));
+    assert_eq!(
+        (f.as_str(), m.as_str()),
+        ("catches[1]", "\"ignore-deny\" is listed twice")
+    );
+    // A table missing its checks, or with a stray key.
+    let (f, m) = bad("catches = [{ sabotage = \"ignore-deny\" }]\n");
+    assert!(f.starts_with("catches"), "{f}: {m}");
+    assert!(m.contains("checks"), "{m}");
+    let (_, m) = bad("catches = [{ sabotage = \"ignore-deny\", check = [\"n\"] }]\n");
+    assert!(m.contains("check"), "{m}");
+}
+
+#[test]
 fn setup_durations_protocol_and_names() {
     let (f, m) = bad("[setup]\nleaf_ttl = \"500ms\"\n");
     assert_eq!(

@@ -147,7 +147,8 @@ pub(crate) async fn play(
     for id in s.setup.instances.iter().map(|i| i.id.clone()).chain(added) {
         ports.instances.insert(id, free_port()?);
     }
-    let token = c.create_token(PROXY_TOKEN_RULES, "proxy under test")?;
+    let rules = s.setup.token_rules.as_deref().unwrap_or(PROXY_TOKEN_RULES);
+    let token = c.create_token(rules, "proxy under test")?;
     let timeouts = Timeouts::default();
     let mut player = Play::new(&s.setup, ports.clone(), BTreeMap::new(), timeouts.clone());
     player
@@ -375,6 +376,9 @@ fn describe(check: &Check) -> String {
         Check::IndexResetHonoured => {
             "resets its blocking index after the index went backwards".into()
         }
+        Check::AuthorizeSerial => {
+            "sends ClientCertSerial with every authorize call it makes".into()
+        }
         Check::Request(c) => format!(
             "routes {} through upstream {} as the discovery chain says (status {})",
             c.path, c.upstream, c.status
@@ -401,6 +405,7 @@ fn harness_step(step: &Step) -> String {
         }
         Step::Mark { name } => format!("mark {name}"),
         Step::Instance { instance, answer } => format!("instance {instance} answers {answer:?}"),
+        Step::App { answer } => format!("the local app answers {answer:?}"),
         Step::OpenUpstream { conn, upstream, .. } => {
             format!("open connection {conn} from the app to upstream {upstream}")
         }

@@ -67,6 +67,10 @@ pub(crate) fn validate_proposed<'s>(
         }
         v
     };
+    if kind == Kind::Mesh {
+        // "Exported services and mesh config do not influence discovery chains."
+        return Ok(());
+    }
     let mut chains: BTreeSet<String> = BTreeSet::new();
     let intentions: Vec<ServiceIntentions> = match kind {
         Kind::ServiceIntentions => match new {

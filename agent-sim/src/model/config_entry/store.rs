@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{ConfigEntry, ConfigError, Kind, ServiceIntentions, graph};
+use super::{ConfigEntry, ConfigError, Kind, MeshConfigEntry, ServiceIntentions, graph};
+
+/// `permissiveModeNotAllowedError` (state store, `checkMutualTLSMode`).
+const PERMISSIVE_NOT_ALLOWED: &str = "cannot set MutualTLSMode=permissive because AllowEnablingPermissiveMutualTLS=false in the mesh config entry";
 
 /// All config entries, keyed by kind and name. Cheap enough to clone for snapshots.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -43,6 +46,7 @@ impl ConfigEntries {
                 return Ok(false);
             }
         }
+        self.check_mutual_tls_mode(&entry, existing)?;
         graph::validate_proposed(self, key.0, &key.1, Some(&entry))
             .map_err(ConfigError::Invalid)?;
         let create = existing.map_or(index, ConfigEntry::create_index);
@@ -50,6 +54,42 @@ impl ConfigEntries {
         self.entries.insert(key, entry);
         self.index = self.index.max(index);
         Ok(true)
+    }
+
+    /// `checkMutualTLSMode`: *changing* a proxy-defaults or service-defaults `MutualTLSMode` to
+    /// `permissive` needs `AllowEnablingPermissiveMutualTLS` in the mesh entry; an entry that
+    /// already is permissive may stay so after the mesh entry stops allowing it.
+    fn check_mutual_tls_mode(
+        &self,
+        new: &ConfigEntry,
+        existing: Option<&ConfigEntry>,
+    ) -> Result<(), ConfigError> {
+        let mode = |e: &ConfigEntry| match e {
+            ConfigEntry::ProxyDefaults(p) => Some(p.mutual_tls_mode.clone()),
+            ConfigEntry::ServiceDefaults(s) => Some(s.mutual_tls_mode.clone()),
+            _ => None,
+        };
+        let Some(new_mode) = mode(new) else {
+            return Ok(());
+        };
+        if new_mode != "permissive" || existing.and_then(mode).as_deref() == Some("permissive") {
+            return Ok(());
+        }
+        if self
+            .mesh()
+            .is_some_and(|m| m.allow_enabling_permissive_mutual_tls)
+        {
+            return Ok(());
+        }
+        Err(ConfigError::Invalid(PERMISSIVE_NOT_ALLOWED.into()))
+    }
+
+    /// The `mesh` entry, when one is stored.
+    pub fn mesh(&self) -> Option<&MeshConfigEntry> {
+        match self.get(Kind::Mesh, super::MESH_NAME)? {
+            ConfigEntry::Mesh(m) => Some(m),
+            _ => None,
+        }
     }
 
     /// Stores a `service-intentions` entry written through the legacy (by-ID) intention API:
@@ -160,6 +200,7 @@ impl ConfigEntries {
         if let Some(ConfigEntry::ProxyDefaults(pd)) = self.get(Kind::ProxyDefaults, "global") {
             out.proxy_config = pd.config.clone().unwrap_or_default();
             out.mode = Some(pd.mode.clone()).filter(|m| !m.is_empty());
+            out.mutual_tls_mode = Some(pd.mutual_tls_mode.clone()).filter(|m| !m.is_empty());
             if !pd.transparent_proxy.is_zero() {
                 out.transparent_proxy = serde_json::to_value(&pd.transparent_proxy).ok();
             }
@@ -177,6 +218,9 @@ impl ConfigEntries {
             if !sd.mode.is_empty() {
                 out.mode = Some(sd.mode.clone());
             }
+            if !sd.mutual_tls_mode.is_empty() {
+                out.mutual_tls_mode = Some(sd.mutual_tls_mode.clone());
+            }
             if !sd.transparent_proxy.is_zero() {
                 out.transparent_proxy = serde_json::to_value(&sd.transparent_proxy).ok();
             }
@@ -185,6 +229,24 @@ impl ConfigEntries {
             }
             if !sd.expose.is_zero() {
                 out.expose = serde_json::to_value(&sd.expose).ok();
+            }
+            // `ComputeResolvedServiceConfig` (agent/configentry/resolve.go): these four land in
+            // the resolved `ProxyConfig`, over the proxy-defaults' keys of the same name.
+            let pc = &mut out.proxy_config;
+            if !sd.balance_inbound_connections.is_empty() {
+                pc.insert(
+                    "balance_inbound_connections".into(),
+                    sd.balance_inbound_connections.clone().into(),
+                );
+            }
+            for (key, value) in [
+                ("max_inbound_connections", sd.max_inbound_connections),
+                ("local_connect_timeout_ms", sd.local_connect_timeout_ms),
+                ("local_request_timeout_ms", sd.local_request_timeout_ms),
+            ] {
+                if value > 0 {
+                    pc.insert(key.into(), value.into());
+                }
             }
         }
         out

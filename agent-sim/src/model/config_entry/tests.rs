@@ -284,6 +284,30 @@ fn protocol_and_central_config() {
 }
 
 #[test]
+fn service_defaults_inbound_limits_land_in_the_proxy_config() {
+    let mut s = ConfigEntries::default();
+    put(
+        &mut s,
+        &json!({"Kind": "proxy-defaults", "Name": "global",
+                "Config": {"max_inbound_connections": 9, "local_connect_timeout_ms": 7}}),
+        1,
+    );
+    put(
+        &mut s,
+        &json!({"Kind": "service-defaults", "Name": "db", "MaxInboundConnections": 2,
+                "LocalRequestTimeoutMs": 300, "BalanceInboundConnections": "exact_balance"}),
+        2,
+    );
+    let cc = s.central_config_for("db");
+    assert_eq!(
+        Value::Object(cc.proxy_config),
+        json!({"max_inbound_connections": 2, "local_connect_timeout_ms": 7,
+               "local_request_timeout_ms": 300, "balance_inbound_connections": "exact_balance"}),
+        "service-defaults wins over proxy-defaults; zero values are not merged"
+    );
+}
+
+#[test]
 fn decoding_accepts_go_spellings_and_weak_types() {
     let e = decode_entry(
         br#"{"kind":"service-resolver","NAME":"db","connect_timeout":"5s","request_timeout":2000000000,

@@ -128,6 +128,7 @@ fn api_proxy(p: &ConnectProxyConfig) -> Value {
     if !p.access_logs.is_zero() {
         o.put("AccessLogs", access_logs(&p.access_logs));
     }
+    o.str_opt("MutualTLSMode", &p.mutual_tls_mode);
     o.build()
 }
 

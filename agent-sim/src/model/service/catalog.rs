@@ -56,7 +56,7 @@ const CATALOG_KEYS: &[&str] = &[
     // ConnectProxyConfig and Upstream
     "EnvoyExtensions", "DestinationServiceName", "DestinationServiceID", "LocalServiceAddress",
     "LocalServicePort", "LocalServiceSocketPath", "Mode", "Config", "Upstreams", "MeshGateway",
-    "Expose", "TransparentProxy", "AccessLogs", "DestinationType", "DestinationNamespace",
+    "Expose", "TransparentProxy", "AccessLogs", "MutualTLSMode", "DestinationType", "DestinationNamespace",
     "DestinationPartition", "DestinationPeer", "DestinationName", "LocalBindAddress",
     "LocalBindPort", "LocalBindSocketPath", "LocalBindSocketMode", "CentrallyConfigured", "Paths",
     "ListenerPort", "Path", "LocalPathPort", "Protocol", "ParsedFromCheck", "OutboundListenerPort",

@@ -236,6 +236,7 @@ fn catalog_proxy(p: &ConnectProxyConfig) -> Value {
         Obj::new().str_opt("Mode", &p.mesh_gateway.mode).build(),
     )
     .put("Expose", catalog_expose(&p.expose))
+    .str_opt("MutualTLSMode", &p.mutual_tls_mode)
     .build()
 }
 

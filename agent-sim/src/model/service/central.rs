@@ -18,6 +18,8 @@ pub struct CentralConfig {
     pub protocol: Option<String>,
     /// `Mode` (service-defaults over proxy-defaults).
     pub mode: Option<String>,
+    /// `MutualTLSMode` (service-defaults over proxy-defaults).
+    pub mutual_tls_mode: Option<String>,
     /// `TransparentProxy` object (`OutboundListenerPort`, `DialedDirectly`).
     pub transparent_proxy: Option<Value>,
     /// `MeshGateway.Mode`.
@@ -49,6 +51,10 @@ pub fn merge_central_config(svc: &NodeService, central: &CentralConfig) -> NodeS
     }
     if let Some(mode) = central.mode.as_ref().filter(|_| ns.proxy.mode.is_empty()) {
         ns.proxy.mode.clone_from(mode);
+    }
+    let mtls_unset = ns.proxy.mutual_tls_mode.is_empty();
+    if let Some(m) = central.mutual_tls_mode.as_ref().filter(|_| mtls_unset) {
+        ns.proxy.mutual_tls_mode.clone_from(m);
     }
     let gateway_unset = ns.proxy.mesh_gateway.mode.is_empty();
     if let Some(mode) = central.mesh_gateway_mode.as_ref().filter(|_| gateway_unset) {

@@ -71,7 +71,7 @@ const REGISTER_KEYS: &[&str] = &[
     // ConnectProxyConfig
     "EnvoyExtensions", "DestinationServiceName", "DestinationServiceID", "LocalServiceAddress",
     "LocalServicePort", "LocalServiceSocketPath", "Mode", "Config", "Upstreams", "MeshGateway",
-    "Expose", "TransparentProxy", "AccessLogs",
+    "Expose", "TransparentProxy", "AccessLogs", "MutualTLSMode",
     // Upstream
     "DestinationType", "DestinationNamespace", "DestinationPartition", "DestinationPeer",
     "DestinationName", "Datacenter", "LocalBindAddress", "LocalBindPort", "LocalBindSocketPath",

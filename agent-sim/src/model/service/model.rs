@@ -225,6 +225,9 @@ pub struct ConnectProxyConfig {
     pub expose: ExposeConfig,
     pub transparent_proxy: TransparentProxyConfig,
     pub access_logs: AccessLogsConfig,
+    /// `""`, `strict` or `permissive`.
+    #[serde(rename = "MutualTLSMode")]
+    pub mutual_tls_mode: String,
 }
 
 /// `Connect` of a stored service: only `Native` survives registration.

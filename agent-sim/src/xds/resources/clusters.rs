@@ -44,8 +44,13 @@ pub(crate) struct EdsCluster {
 /// Every cluster of the proxy, and the EDS clusters among them.
 pub(crate) fn build(snap: &Snapshot) -> (Vec<Cluster>, Vec<EdsCluster>) {
     let mut clusters = vec![local_app(snap)];
-    if snap.transparent.is_some() {
-        // `makePassthroughClusters` (no mesh config entry, so never mesh-destinations-only).
+    let mesh_only = snap
+        .mesh
+        .as_ref()
+        .is_some_and(|m| m.transparent_proxy.mesh_destinations_only);
+    if snap.transparent.is_some() && !mesh_only {
+        // `makePassthroughClusters`: no `original-destination` when the mesh entry says
+        // `MeshDestinationsOnly`.
         clusters.push(Cluster {
             name: ORIGINAL_DESTINATION.to_owned(),
             cluster_discovery_type: Some(ClusterDiscoveryType::Type(

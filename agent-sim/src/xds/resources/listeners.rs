@@ -1,9 +1,19 @@
 //! Listeners (`agent/xds/listeners.go`): the public listener `public_listener:<addr>:<port>`
-//! (mTLS; L4: network RBAC then `tcp_proxy` to `local_app`; HTTP: connection manager that
-//! normalizes paths, with the HTTP RBAC filter, the router and client-cert forwarding) and one outbound listener per
-//! upstream (`<id>:<addr>:<port>`, `tcp_proxy`, or HCM + RDS for an HTTP chain).
+//! (mTLS; L4: network RBAC then `tcp_proxy` to `local_app`; with `max_inbound_connections` a
+//! `connection_limit` filter before the terminal one; HTTP: connection manager that
+//! normalizes requests as the `mesh` entry says, with the HTTP RBAC filter, the router and
+//! client-cert forwarding unless sanitized; in transparent mode with `MutualTLSMode=permissive`
+//! a plaintext chain on the service port) and one outbound listener per upstream
+//! (`<id>:<addr>:<port>`, `tcp_proxy`, or HCM + RDS for an HTTP chain).
 
-use envoy_types::pb::envoy::config::core::v3::{CidrRange, Http2ProtocolOptions, TrafficDirection};
+use envoy_types::pb::envoy::config::core::v3::{
+    CidrRange, Http2ProtocolOptions, HttpProtocolOptions, TrafficDirection,
+    http_protocol_options::HeadersWithUnderscoresAction,
+};
+use envoy_types::pb::envoy::config::listener::v3::listener::{
+    ConnectionBalanceConfig,
+    connection_balance_config::{BalanceType, ExactBalance},
+};
 use envoy_types::pb::envoy::config::listener::v3::{
     Filter, FilterChain, FilterChainMatch, Listener, ListenerFilter, filter, listener_filter,
 };
@@ -11,10 +21,12 @@ use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::extensions::filters::http::router::v3::Router;
 use envoy_types::pb::envoy::extensions::filters::http::{grpc_http1_bridge, grpc_stats};
 use envoy_types::pb::envoy::extensions::filters::listener::original_dst::v3::OriginalDst;
+use envoy_types::pb::envoy::extensions::filters::network::connection_limit::v3::ConnectionLimit;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
     HttpConnectionManager, HttpFilter, Rds,
     http_connection_manager::{
-        ForwardClientCertDetails, RouteSpecifier, SetCurrentClientCertDetails, Tracing,
+        ForwardClientCertDetails, PathWithEscapedSlashesAction, RouteSpecifier,
+        SetCurrentClientCertDetails, Tracing,
     },
     http_filter,
 };
@@ -22,7 +34,7 @@ use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{
     TcpProxy, tcp_proxy::ClusterSpecifier,
 };
 use envoy_types::pb::envoy::r#type::v3::Percent;
-use envoy_types::pb::google::protobuf::{BoolValue, UInt32Value};
+use envoy_types::pb::google::protobuf::{BoolValue, UInt32Value, UInt64Value};
 
 use super::snapshot::{Snapshot, Upstream};
 use super::{any, clusters, endpoints, rbac, routes, tls};
@@ -38,30 +50,33 @@ pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
     let http = is_http(&snap.protocol);
     let rules = rbac::rules(snap, http);
     let (filters, alpn): (Vec<Filter>, &[&str]) = if http {
-        let hcm = HttpConnectionManager {
+        let mut hcm = HttpConnectionManager {
             stat_prefix: "public_listener".to_owned(),
             route_specifier: Some(RouteSpecifier::RouteConfig(routes::single(
                 "public_listener",
                 "local_app",
+                snap.local_request_timeout_ms,
             ))),
             http_filters: http_filters(&snap.protocol, rbac::http_filter(&rules)),
             tracing: Some(tracing()),
-            forward_client_cert_details: ForwardClientCertDetails::AppendForward as i32,
-            set_current_client_cert_details: Some(SetCurrentClientCertDetails {
+            http2_protocol_options: http2(&snap.protocol),
+            ..Default::default()
+        };
+        // `includeXFCC && notGRPC`: unless the mesh entry sanitizes XFCC (or the service
+        // speaks gRPC), append the caller's details; otherwise Envoy's default, SANITIZE.
+        let sanitize = snap.mesh.as_ref().is_some_and(|m| m.sanitize_xfcc());
+        if !sanitize && snap.protocol != "grpc" {
+            hcm.forward_client_cert_details = ForwardClientCertDetails::AppendForward as i32;
+            hcm.set_current_client_cert_details = Some(SetCurrentClientCertDetails {
                 subject: Some(BoolValue { value: true }),
                 cert: true,
                 chain: true,
                 dns: true,
                 uri: true,
                 ..Default::default()
-            }),
-            http2_protocol_options: http2(&snap.protocol),
-            // `setNormalizationOptions` (Consul 1.20.1+, CVE-2024-10005): with no `mesh` entry
-            // saying otherwise, the inbound HCM normalizes paths (RFC 3986, `\` to `/`,
-            // unreserved %-escapes decoded) before the RBAC filter sees them.
-            normalize_path: Some(BoolValue { value: true }),
-            ..Default::default()
-        };
+            });
+        }
+        set_normalization_options(snap, &mut hcm);
         let alpn: &[&str] = if http2(&snap.protocol).is_some() {
             &["h2", "http/1.1"]
         } else {
@@ -77,8 +92,16 @@ pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
             &[],
         )
     };
-    Listener {
+    // `makeConnectionLimitFilter`: in the one filter chain, after the L4 RBAC filter (which
+    // `injectConnectFilters` puts first) and before the terminal filter.
+    let mut filters = filters;
+    if snap.max_inbound_connections > 0 {
+        let at = filters.len() - 1;
+        filters.insert(at, connection_limit(snap.max_inbound_connections));
+    }
+    let mut listener = Listener {
         name: format!("public_listener:{}:{}", snap.public_addr, snap.public_port),
+        connection_balance_config: balance(&snap.balance_inbound_connections),
         address: Some(endpoints::socket_address(
             &snap.public_addr,
             u32::from(snap.public_port),
@@ -90,6 +113,55 @@ pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
         }],
         traffic_direction: TrafficDirection::Inbound as i32,
         ..Default::default()
+    };
+    // `makePermissiveFilterChain`: only with tproxy (golden
+    // `connect-proxy-without-tproxy-and-permissive-mtls` has no such chain) and a service
+    // port; plaintext sent to the service port goes to the app unauthorized.
+    if snap.mutual_tls_mode == "permissive" && snap.transparent.is_some() && snap.local_port > 0 {
+        listener.filter_chains.push(FilterChain {
+            filter_chain_match: Some(FilterChainMatch {
+                destination_port: Some(UInt32Value {
+                    value: u32::from(snap.local_port),
+                }),
+                ..Default::default()
+            }),
+            filters: vec![tcp_proxy("permissive_public_listener", "local_app")],
+            ..Default::default()
+        });
+        listener.use_original_dst = Some(BoolValue { value: true });
+    }
+    listener
+}
+
+/// `setNormalizationOptions` (Consul 1.20.1+, CVE-2024-10005) for the inbound HCM: paths are
+/// normalized (RFC 3986, `\` to `/`, unreserved %-escapes decoded) unless the mesh entry's
+/// `InsecureDisablePathNormalization` says otherwise; `MergeSlashes`,
+/// `PathWithEscapedSlashesAction` and `HeadersWithUnderscoresAction` as configured (the
+/// latter only when not `ALLOW`).
+fn set_normalization_options(snap: &Snapshot, hcm: &mut HttpConnectionManager) {
+    let rn = snap.mesh.as_ref().and_then(|m| m.request_normalization());
+    let rn = rn.cloned().unwrap_or_default();
+    if !rn.insecure_disable_path_normalization {
+        hcm.normalize_path = Some(BoolValue { value: true });
+    }
+    hcm.merge_slashes = rn.merge_slashes;
+    hcm.path_with_escaped_slashes_action = match rn.path_with_escaped_slashes_action.as_str() {
+        "KEEP_UNCHANGED" => PathWithEscapedSlashesAction::KeepUnchanged,
+        "REJECT_REQUEST" => PathWithEscapedSlashesAction::RejectRequest,
+        "UNESCAPE_AND_REDIRECT" => PathWithEscapedSlashesAction::UnescapeAndRedirect,
+        "UNESCAPE_AND_FORWARD" => PathWithEscapedSlashesAction::UnescapeAndForward,
+        _ => PathWithEscapedSlashesAction::ImplementationSpecificDefault,
+    } as i32;
+    let underscores = match rn.headers_with_underscores_action.as_str() {
+        "REJECT_REQUEST" => HeadersWithUnderscoresAction::RejectRequest,
+        "DROP_HEADER" => HeadersWithUnderscoresAction::DropHeader,
+        _ => HeadersWithUnderscoresAction::Allow,
+    };
+    if underscores != HeadersWithUnderscoresAction::Allow {
+        hcm.common_http_protocol_options = Some(HttpProtocolOptions {
+            headers_with_underscores_action: underscores as i32,
+            ..Default::default()
+        });
     }
 }
 
@@ -149,6 +221,14 @@ pub(crate) fn outbound(snap: &Snapshot) -> Option<(Listener, Vec<RouteConfigurat
             ..Default::default()
         });
     }
+    let mesh_destinations_only = snap
+        .mesh
+        .as_ref()
+        .is_some_and(|m| m.transparent_proxy.mesh_destinations_only);
+    // "Only add the outbound listener if configured."
+    if chains.is_empty() && mesh_destinations_only {
+        return None;
+    }
     let listener = Listener {
         name: format!("outbound_listener:127.0.0.1:{}", t.outbound_port),
         address: Some(endpoints::socket_address(
@@ -156,7 +236,9 @@ pub(crate) fn outbound(snap: &Snapshot) -> Option<(Listener, Vec<RouteConfigurat
             u32::from(t.outbound_port),
         )),
         filter_chains: chains,
-        default_filter_chain: Some(FilterChain {
+        // The catch-all to destinations outside the mesh, unless the mesh entry's
+        // `TransparentProxy.MeshDestinationsOnly` takes it away.
+        default_filter_chain: (!mesh_destinations_only).then(|| FilterChain {
             filters: vec![tcp_proxy(
                 "upstream.original-destination",
                 clusters::ORIGINAL_DESTINATION,
@@ -322,6 +404,26 @@ fn hcm_filter(hcm: &HttpConnectionManager) -> Filter {
         name: "envoy.filters.network.http_connection_manager".to_owned(),
         config_type: Some(filter::ConfigType::TypedConfig(any(hcm))),
     }
+}
+
+/// `envoy.filters.network.connection_limit` with Consul's stat prefix.
+fn connection_limit(max: u64) -> Filter {
+    let cfg = ConnectionLimit {
+        stat_prefix: "inbound_connection_limit".to_owned(),
+        max_connections: Some(UInt64Value { value: max }),
+        ..Default::default()
+    };
+    Filter {
+        name: "envoy.filters.network.connection_limit".to_owned(),
+        config_type: Some(filter::ConfigType::TypedConfig(any(&cfg))),
+    }
+}
+
+/// `injectConnectionBalanceConfig`: `exact_balance` only.
+fn balance(kind: &str) -> Option<ConnectionBalanceConfig> {
+    (kind == "exact_balance").then_some(ConnectionBalanceConfig {
+        balance_type: Some(BalanceType::ExactBalance(ExactBalance {})),
+    })
 }
 
 fn tcp_proxy(stat_prefix: &str, cluster: &str) -> Filter {

@@ -16,7 +16,7 @@ use super::snapshot::Upstream;
 use super::{clusters, route_policy};
 
 /// A one-route configuration: `name` / vhost `name` / `*` / prefix `/` -> `cluster`.
-pub(crate) fn single(name: &str, cluster: &str) -> RouteConfiguration {
+pub(crate) fn single(name: &str, cluster: &str, timeout_ms: Option<u64>) -> RouteConfiguration {
     RouteConfiguration {
         name: name.to_owned(),
         virtual_hosts: vec![VirtualHost {
@@ -31,6 +31,8 @@ pub(crate) fn single(name: &str, cluster: &str) -> RouteConfiguration {
                     cluster_specifier: Some(route_action::ClusterSpecifier::Cluster(
                         cluster.to_owned(),
                     )),
+                    // `makeHTTPFilter`: `local_request_timeout_ms` becomes the route timeout.
+                    timeout: timeout_ms.map(millis),
                     ..Default::default()
                 })),
                 ..Default::default()
@@ -39,6 +41,14 @@ pub(crate) fn single(name: &str, cluster: &str) -> RouteConfiguration {
         }],
         ..Default::default()
     }
+}
+
+fn millis(ms: u64) -> envoy_types::pb::google::protobuf::Duration {
+    clusters::duration_ns(
+        i64::try_from(ms)
+            .unwrap_or(i64::MAX / 1_000_000)
+            .saturating_mul(1_000_000),
+    )
 }
 
 /// The RDS route of an HTTP upstream, named after it (`makeUpstreamRouteForDiscoveryChain`),
@@ -86,7 +96,7 @@ pub(crate) fn upstream(up: &Upstream) -> Option<RouteConfiguration> {
             }]
         }
     };
-    let mut rc = single(&up.id, "");
+    let mut rc = single(&up.id, "", None);
     rc.validate_clusters = Some(BoolValue { value: true });
     if let Some(vh) = rc.virtual_hosts.first_mut() {
         vh.routes = routes;

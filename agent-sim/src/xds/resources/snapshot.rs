@@ -13,6 +13,7 @@ use super::upstream_config::UpstreamPolicy;
 use crate::go::duration::GoDuration;
 use crate::go::filter::{Filter, HEALTH_ENTRY_FIELDS};
 use crate::model::chain::{self, ChainRequest, CompiledChain};
+use crate::model::config_entry::MeshConfigEntry;
 use crate::model::intention::Intention;
 use crate::model::service::{self, HEALTH_CRITICAL, HEALTH_PASSING, HEALTH_WARNING, ServiceKind};
 use crate::state::queries;
@@ -36,6 +37,12 @@ pub(crate) struct Snapshot {
     pub(crate) local_port: u16,
     pub(crate) local_socket: String,
     pub(crate) local_connect_timeout_ms: u64,
+    /// `local_request_timeout_ms`: the public listener route's timeout (HTTP only).
+    pub(crate) local_request_timeout_ms: Option<u64>,
+    /// `max_inbound_connections` (0: no limit).
+    pub(crate) max_inbound_connections: u64,
+    /// `balance_inbound_connections` (`exact_balance` or empty; other values are ignored).
+    pub(crate) balance_inbound_connections: String,
     pub(crate) leaf: Leaf,
     /// Every root PEM, each ending in a newline, concatenated.
     pub(crate) roots_pem: String,
@@ -45,6 +52,10 @@ pub(crate) struct Snapshot {
     pub(crate) upstreams: Vec<Upstream>,
     /// Set in transparent mode (`Proxy.Mode = "transparent"`).
     pub(crate) transparent: Option<Transparent>,
+    /// The `mesh` config entry, when one is stored (`cfgSnap.MeshConfig()`).
+    pub(crate) mesh: Option<MeshConfigEntry>,
+    /// The merged `Proxy.MutualTLSMode` (`""`, `strict`, `permissive`).
+    pub(crate) mutual_tls_mode: String,
 }
 
 /// Transparent-proxy settings of the sidecar.
@@ -253,11 +264,16 @@ pub(crate) fn build(
         local_port: svc.proxy.local_service_port,
         local_socket: svc.proxy.local_service_socket_path.clone(),
         local_connect_timeout_ms: u64_cfg(cfg, "local_connect_timeout_ms").unwrap_or(5000),
+        local_request_timeout_ms: u64_cfg(cfg, "local_request_timeout_ms"),
+        max_inbound_connections: u64_cfg(cfg, "max_inbound_connections").unwrap_or(0),
+        balance_inbound_connections: balance(cfg),
         leaf,
         roots_pem,
         default_allow,
         upstreams,
         transparent,
+        mesh: st.config.mesh().cloned(),
+        mutual_tls_mode: svc.proxy.mutual_tls_mode.clone(),
     })
 }
 
@@ -343,6 +359,19 @@ fn ensure_newline(s: &str) -> String {
         s.to_owned()
     } else {
         format!("{s}\n")
+    }
+}
+
+/// `injectConnectionBalanceConfig`: `exact_balance` is rendered, empty means none, anything
+/// else is ignored with a warning.
+fn balance(cfg: &serde_json::Map<String, Value>) -> String {
+    match str_cfg(cfg, "balance_inbound_connections") {
+        None => String::new(),
+        Some(b) if b == "exact_balance" => b,
+        Some(other) => {
+            tracing::warn!(value = %other, "ignoring invalid connection balance option");
+            String::new()
+        }
     }
 }
 

@@ -4,10 +4,12 @@
 mod chain;
 mod envoy;
 mod http2;
+mod inbound_limits;
 mod l7;
 mod l7_prop;
 mod l7_routes;
 mod query;
+mod mesh;
 mod rbac_prop;
 
 use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster::ClusterDiscoveryType};

@@ -6,6 +6,7 @@ use envoy_types::pb::envoy::config::core::v3::{
     AggregatedConfigSource, ApiVersion, ConfigSource, DataSource, TransportSocket,
     config_source::ConfigSourceSpecifier, data_source::Specifier, transport_socket::ConfigType,
 };
+use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::tls_parameters::TlsProtocol;
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
     CertificateValidationContext, CommonTlsContext, DownstreamTlsContext, SdsSecretConfig, Secret,
     TlsCertificate, TlsParameters, UpstreamTlsContext, common_tls_context::ValidationContextType,
@@ -16,6 +17,7 @@ use envoy_types::pb::google::protobuf::BoolValue;
 
 use super::any;
 use super::snapshot::Snapshot;
+use crate::model::config_entry::{MeshDirectionalTlsConfig, envoy_cipher_suite};
 use crate::xds::types::TlsMode;
 
 /// SDS name of the sidecar's leaf.
@@ -48,10 +50,11 @@ pub(crate) fn secrets(snap: &Snapshot) -> Vec<Secret> {
 
 /// The public listener's transport socket: mTLS, client certificate required.
 pub(crate) fn downstream_socket(snap: &Snapshot, mode: TlsMode, alpn: &[&str]) -> TransportSocket {
+    let incoming = snap.mesh.as_ref().and_then(|m| m.tls_incoming());
     let mut common = match mode {
-        TlsMode::Inline => inline_common(snap, None),
+        TlsMode::Inline => inline_common(snap, None, incoming),
         TlsMode::Sds => CommonTlsContext {
-            tls_params: Some(TlsParameters::default()),
+            tls_params: Some(tls_params(incoming)),
             tls_certificate_sds_secret_configs: vec![sds_ref(LEAF_SECRET)],
             validation_context_type: Some(ValidationContextType::ValidationContextSdsSecretConfig(
                 sds_ref(ROOT_SECRET),
@@ -73,18 +76,50 @@ pub(crate) fn downstream_socket(snap: &Snapshot, mode: TlsMode, alpn: &[&str]) -
 /// SNI = `sni`. Always inline: the newest Consul's `secrets.go` names the public listener as the
 /// only context referring to the SDS secrets.
 pub(crate) fn upstream_socket(snap: &Snapshot, sans: &[String], sni: &str) -> TransportSocket {
+    let outgoing = snap.mesh.as_ref().and_then(|m| m.tls_outgoing());
     let ctx = UpstreamTlsContext {
-        common_tls_context: Some(inline_common(snap, Some(sans))),
+        common_tls_context: Some(inline_common(snap, Some(sans), outgoing)),
         sni: sni.to_owned(),
         ..Default::default()
     };
     socket(any(&ctx))
 }
 
-fn inline_common(snap: &Snapshot, sans: Option<&[String]>) -> CommonTlsContext {
+/// `makeTLSParametersFromProxyTLSConfig`: the mesh entry's floor, ceiling and suites for one
+/// direction (Envoy's BoringSSL names; unknown versions and suites left out), or empty.
+pub(crate) fn tls_params(dir: Option<&MeshDirectionalTlsConfig>) -> TlsParameters {
+    let Some(dir) = dir else {
+        return TlsParameters::default();
+    };
+    let version = |v: &str| match v {
+        "TLS_AUTO" => Some(TlsProtocol::TlsAuto),
+        "TLSv1_0" => Some(TlsProtocol::TlSv10),
+        "TLSv1_1" => Some(TlsProtocol::TlSv11),
+        "TLSv1_2" => Some(TlsProtocol::TlSv12),
+        "TLSv1_3" => Some(TlsProtocol::TlSv13),
+        _ => None,
+    };
+    TlsParameters {
+        tls_minimum_protocol_version: version(&dir.tls_min_version).map_or(0, |v| v as i32),
+        tls_maximum_protocol_version: version(&dir.tls_max_version).map_or(0, |v| v as i32),
+        cipher_suites: dir
+            .cipher_suites
+            .iter()
+            .filter_map(|c| envoy_cipher_suite(c))
+            .map(str::to_owned)
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn inline_common(
+    snap: &Snapshot,
+    sans: Option<&[String]>,
+    dir: Option<&MeshDirectionalTlsConfig>,
+) -> CommonTlsContext {
     let trusted = (!snap.roots_pem.is_empty()).then(|| inline(&snap.roots_pem));
     CommonTlsContext {
-        tls_params: Some(TlsParameters::default()),
+        tls_params: Some(tls_params(dir)),
         tls_certificates: vec![leaf_certificate(snap)],
         validation_context_type: Some(ValidationContextType::ValidationContext(san_context(
             trusted,

@@ -79,6 +79,12 @@ impl AppClient {
         Ok(sender.send_request(req).await?)
     }
 
+    /// Drops the HTTP/1.1 connection (one that timed out owes an answer and cannot carry the
+    /// next request); HTTP/2 streams are independent, so that connection stays.
+    pub(crate) async fn forget(&self) {
+        self.h1.lock().await.take();
+    }
+
     /// A handle on the HTTP/2 connection (streams run concurrently; the lock is only held to
     /// (re)dial).
     async fn h2_sender(&self, snap: &Snapshot) -> Result<http2::SendRequest<Incoming>, AppError> {

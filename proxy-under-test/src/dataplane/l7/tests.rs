@@ -134,9 +134,15 @@ async fn per_request_authorization_and_change_on_keepalive() {
 
     let (s, b) = send("GET", "/public/index").await;
     assert_eq!(s, StatusCode::OK);
-    assert_eq!(
-        b,
-        format!("app:GET /public/index xfcc=URI={}", svc_uri(TD, "web"))
+    // Envoy's APPEND_FORWARD: what the caller sent stays first, this hop's element (naming the
+    // authenticated caller) is appended last.
+    let (head, xfcc) = b.split_once(" xfcc=").expect("xfcc");
+    assert_eq!(head, "app:GET /public/index");
+    let elements: Vec<&str> = xfcc.split(',').collect();
+    assert_eq!(elements[0], forged[0].1);
+    assert!(
+        elements[1].ends_with(&format!(";URI={}", svc_uri(TD, "web"))),
+        "{xfcc}"
     );
     let (s, b) = send("GET", "/public/secret/x").await;
     assert_eq!(

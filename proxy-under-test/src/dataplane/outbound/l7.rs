@@ -90,12 +90,17 @@ struct Ctx {
 const RESET_TEXT: &str = "upstream connect error or disconnect/reset before headers";
 
 impl Ctx {
-    async fn handle(&self, req: Request<Incoming>) -> Result<Response<Body>, hyper::Error> {
+    async fn handle(&self, mut req: Request<Incoming>) -> Result<Response<Body>, hyper::Error> {
         let grpc = reply::is_grpc(req.headers());
         let local = |status, text| Ok(reply::local(grpc, status, text));
         let Some(snap) = self.pinned.clone().or_else(|| self.shared.current()) else {
             return local(StatusCode::SERVICE_UNAVAILABLE, "no configuration");
         };
+        // Envoy's outbound connection manager keeps its default, SANITIZE: the application
+        // cannot hand the destination an identity of its own making.
+        if !snap.hooks.keep_app_xfcc() {
+            req.headers_mut().remove("x-forwarded-client-cert");
+        }
         let Some(up) = snap.upstream_at(&self.name, &self.bind) else {
             return local(StatusCode::SERVICE_UNAVAILABLE, "no healthy upstream");
         };

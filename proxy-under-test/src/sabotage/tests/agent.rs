@@ -22,9 +22,27 @@ use crate::proxy::Proxy;
 use crate::sabotage::{Hooks, Sabotage, Sabotages};
 use crate::testutil::*;
 
-/// A sim with `db` and its sidecar (upstream `cache`), the proxy on it running `set` for
-/// `watch_for` after it bound its listeners; returns the sim's request log.
-async fn request_log(set: Sabotages, token: Option<&str>, watch_for: Duration) -> Vec<LogEntry> {
+/// How long [`request_log`] lets the proxy run: until its log shows something (an event, polled
+/// with a generous deadline), or for a fixed window where the test asserts an upper bound only
+/// (a loaded machine makes fewer requests, never more).
+enum Until {
+    Seen(&'static str, LogTest),
+    For(Duration),
+}
+
+/// What the request log must show.
+type LogTest = Box<dyn Fn(&[LogEntry]) -> bool + Send>;
+
+/// The deadline for an awaited request-log event.
+const EVENT_DEADLINE: Duration = Duration::from_secs(20);
+
+/// A sim with `db` and its sidecar (upstream `cache`), the proxy on it running `set` after it
+/// bound its listeners, until `until`; returns the sim's request log and how long that took.
+async fn request_log(
+    set: Sabotages,
+    token: Option<&str>,
+    until: Until,
+) -> (Vec<LogEntry>, Duration) {
     let sim = AgentSim::builder().start().await.unwrap();
     let app = echo_app().await;
     sim.control()
@@ -42,10 +60,32 @@ async fn request_log(set: Sabotages, token: Option<&str>, watch_for: Duration) -
         .start()
         .await
         .unwrap();
-    tokio::time::sleep(watch_for).await;
+    let started = std::time::Instant::now();
+    match until {
+        Until::For(d) => tokio::time::sleep(d).await,
+        Until::Seen(what, seen) => loop {
+            if seen(&sim.control().request_log()) {
+                break;
+            }
+            assert!(
+                started.elapsed() < EVENT_DEADLINE,
+                "{set:?}: not seen within {EVENT_DEADLINE:?}: {what}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        },
+    }
+    let took = started.elapsed();
     let log = sim.control().request_log();
     drop(proxy);
-    log
+    (log, took)
+}
+
+/// Until every one of `paths` has had a blocking read.
+fn all_blocking(paths: Vec<&'static str>) -> Until {
+    Until::Seen(
+        "a blocking read of every watched path",
+        Box::new(move |log| paths.iter().all(|p| blocking(log, p) >= 1)),
+    )
 }
 
 fn to(log: &[LogEntry], prefix: &str) -> Vec<LogEntry> {
@@ -69,7 +109,7 @@ const WATCHED: [&str; 6] = [SERVICE, LEAF, ROOTS, INTENTIONS, CHAIN, HEALTH];
 
 #[tokio::test]
 async fn once_variants_never_reread_what_they_fetched() {
-    let reference = request_log(Sabotages::NONE, None, Duration::from_millis(800)).await;
+    let (reference, _) = request_log(Sabotages::NONE, None, all_blocking(WATCHED.to_vec())).await;
     for path in WATCHED {
         assert!(blocking(&reference, path) >= 1, "reference re-reads {path}");
     }
@@ -82,7 +122,12 @@ async fn once_variants_never_reread_what_they_fetched() {
         (Sabotage::IgnoreDiscoveryChain, &[CHAIN]),
     ];
     for (s, frozen) in cases {
-        let log = request_log(s.into(), None, Duration::from_millis(800)).await;
+        // Once every other watch blocks, a frozen one has had its chance to be re-read.
+        let others = WATCHED
+            .into_iter()
+            .filter(|p| !frozen.contains(p))
+            .collect();
+        let (log, _) = request_log(s.into(), None, all_blocking(others)).await;
         for path in WATCHED {
             let reads = to(&log, path).len();
             if frozen.contains(&path) {
@@ -97,36 +142,51 @@ async fn once_variants_never_reread_what_they_fetched() {
 
 #[tokio::test]
 async fn tight_polling_drops_blocking_and_polls_every_50ms() {
-    let watch_for = Duration::from_millis(1000);
-    let reference = request_log(Sabotages::NONE, None, watch_for).await;
-    assert!(
-        to(&reference, LEAF).len() <= 3,
-        "reference blocks on the leaf"
-    );
-    let log = request_log(Sabotage::TightPolling.into(), None, watch_for).await;
+    // The broken proxy polls every path 8 times (an event: however long a loaded machine
+    // takes); the reference, given at least as long, blocks on the leaf instead of re-reading
+    // it (an upper bound, which a fixed window cannot flake).
+    let polled = |log: &[LogEntry]| {
+        WATCHED.iter().all(|p| to(log, p).len() >= 8) && to(log, "/v1/agent/self").len() >= 8
+    };
+    let (log, took) = request_log(
+        Sabotage::TightPolling.into(),
+        None,
+        Until::Seen("8 polls of every path and of agent/self", Box::new(polled)),
+    )
+    .await;
     assert!(
         log.iter().all(|e| !e.blocking && e.wait.is_none()),
         "no index, hash or wait"
     );
-    for path in WATCHED {
-        let n = to(&log, path).len();
-        assert!(n >= 8, "{path} polled {n} times in {watch_for:?}");
-    }
-    let selfs = to(&log, "/v1/agent/self").len();
-    assert!(selfs >= 8, "agent/self polled {selfs} times");
+    let window = took.max(Duration::from_secs(1));
+    let (reference, _) = request_log(Sabotages::NONE, None, Until::For(window)).await;
+    assert!(
+        to(&reference, LEAF).len() <= 3,
+        "reference blocks on the leaf (read {} times in {window:?})",
+        to(&reference, LEAF).len()
+    );
+}
+
+/// Until the log holds more than five requests.
+fn six_requests() -> Until {
+    Until::Seen("six requests", Box::new(|log| log.len() > 5))
 }
 
 #[tokio::test]
 async fn missing_token_sends_it_on_the_first_request_only() {
-    let watch_for = Duration::from_millis(300);
-    let reference = request_log(Sabotages::NONE, Some("s3cret"), watch_for).await;
+    let (reference, _) = request_log(Sabotages::NONE, Some("s3cret"), six_requests()).await;
     assert!(reference.len() > 5);
     assert!(
         reference
             .iter()
             .all(|e| e.token.as_deref() == Some("s3cret"))
     );
-    let log = request_log(Sabotage::MissingToken.into(), Some("s3cret"), watch_for).await;
+    let (log, _) = request_log(
+        Sabotage::MissingToken.into(),
+        Some("s3cret"),
+        six_requests(),
+    )
+    .await;
     assert!(log.len() > 5);
     assert_eq!(log[0].token.as_deref(), Some("s3cret"), "{:?}", log[0]);
     assert!(log[1..].iter().all(|e| e.token.is_none()));
@@ -143,11 +203,27 @@ async fn drop_state_on_error_stops_using_the_agent_cache() {
             })
             .count()
     };
-    let watch_for = Duration::from_millis(300);
-    let reference = request_log(Sabotages::NONE, None, watch_for).await;
+    let (reference, _) = request_log(
+        Sabotages::NONE,
+        None,
+        Until::Seen(
+            "cached reads of intentions and health",
+            Box::new(move |log| cached(&to(log, INTENTIONS)) >= 1 && cached(&to(log, HEALTH)) >= 1),
+        ),
+    )
+    .await;
     assert!(cached(&to(&reference, INTENTIONS)) >= 1);
-    assert!(cached(&to(&reference, HEALTH)) >= 1);
-    let log = request_log(Sabotage::DropStateOnError.into(), None, watch_for).await;
+    // The broken proxy reads the same paths (twice each: the first read and its watch) without
+    // ?cached.
+    let (log, _) = request_log(
+        Sabotage::DropStateOnError.into(),
+        None,
+        Until::Seen(
+            "two reads each of intentions and health",
+            Box::new(|log| to(log, INTENTIONS).len() >= 2 && to(log, HEALTH).len() >= 2),
+        ),
+    )
+    .await;
     assert!(log.len() > 5);
     assert_eq!(cached(&log), 0);
 }

@@ -1,8 +1,8 @@
 //! Envoy is the judge: the built resources, made static (EDS clusters get their load
 //! assignment inline, RDS routes are inlined, SDS references point at static secrets), go into
-//! a binary `Bootstrap` and `envoy --mode validate` must accept them. Skipped, with the reason
-//! printed, when the Envoy binary is absent (`ENVOY_BIN`, else the workspace's
-//! `.tools/envoy-1.40.0/envoy/_bin/envoy`).
+//! a binary `Bootstrap` and `envoy --mode validate` must accept them. Ignored, with the reason,
+//! where the Envoy binary was absent when the crate was built (`ENVOY_BIN`, else the
+//! workspace's `.tools/envoy-1.40.0/envoy/_bin/envoy`; the cfg `missing_envoy`).
 
 use std::process::Command;
 
@@ -109,12 +109,9 @@ fn static_listener(mut l: Listener, routes: &[RouteConfiguration]) -> Listener {
     l
 }
 
-/// Runs `envoy --mode validate` on the bootstrap; `Ok(false)` when skipped.
-pub(super) fn validate(name: &str, r: &Resources) -> Result<bool, String> {
-    let Some(bin) = crate::xds::test_envoy::envoy_or_skip(&format!("envoy validation of {name}"))
-    else {
-        return Ok(false);
-    };
+/// Runs `envoy --mode validate` on the bootstrap (callers are gated on `missing_envoy`).
+pub(super) fn validate(name: &str, r: &Resources) -> Result<(), String> {
+    let bin = crate::xds::test_envoy::envoy(&format!("envoy validation of {name}"));
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let path = dir.path().join("x.pb");
     std::fs::write(&path, bootstrap(r).encode_to_vec()).map_err(|e| e.to_string())?;
@@ -124,7 +121,7 @@ pub(super) fn validate(name: &str, r: &Resources) -> Result<bool, String> {
         .output()
         .map_err(|e| e.to_string())?;
     if out.status.success() {
-        Ok(true)
+        Ok(())
     } else {
         Err(format!(
             "envoy rejected {name}: {}\n{}",
@@ -161,6 +158,10 @@ fn l7_intentions(c: &Control) {
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn envoy_accepts_l4_with_intentions_and_failover_inline() {
     let c = sim();
     intentions(&c);
@@ -176,6 +177,10 @@ fn envoy_accepts_l4_with_intentions_and_failover_inline() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn envoy_accepts_http_with_l7_intentions_rds_upstream_and_redirect_sds() {
     let c = sim();
     proxy(&c, "db-v2", 21002);
@@ -195,6 +200,10 @@ fn envoy_accepts_http_with_l7_intentions_rds_upstream_and_redirect_sds() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn envoy_accepts_grpc_and_a_unix_socket_upstream_sds() {
     let (_, c) = crate::assembly::sim::AgentSim::builder()
         .seed(9)
@@ -239,6 +248,10 @@ fn envoy_accepts_grpc_and_a_unix_socket_upstream_sds() {
 /// gateways switch to DNS clusters: `PeerUpstreamEndpointsUseHostnames`), and Envoy refuses a
 /// hostname in an EDS/static endpoint: the real pair NACKs such an update.
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn hostname_endpoints_go_into_eds_and_envoy_refuses_them() {
     let c = sim();
     c.catalog_register(&json!({
@@ -253,8 +266,7 @@ fn hostname_endpoints_go_into_eds_and_envoy_refuses_them() {
     let cla: ClusterLoadAssignment = decode(&r.get(types::ENDPOINT, &sni).expect("cla").any);
     assert!(format!("{cla:?}").contains("\"localhost\""));
     match validate("hostname endpoint", &r) {
-        Ok(false) => {}
-        Ok(true) => panic!("Envoy accepted a hostname in an EDS endpoint"),
+        Ok(()) => panic!("Envoy accepted a hostname in an EDS endpoint"),
         Err(e) => assert!(e.contains("localhost"), "{e}"),
     }
 }
@@ -262,6 +274,10 @@ fn hostname_endpoints_go_into_eds_and_envoy_refuses_them() {
 /// Transparent mode: the outbound listener matches cache's virtual IP (an intention upstream,
 /// no explicit entry) and sends everything else to `original-destination`.
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn envoy_accepts_the_transparent_outbound_listener() {
     let (_, c) = crate::assembly::sim::AgentSim::builder()
         .seed(11)
@@ -320,6 +336,10 @@ fn envoy_accepts_the_transparent_outbound_listener() {
 /// An HTTP upstream's chain with a router in front of a splitter becomes RDS routes with
 /// matches and weighted clusters.
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn envoy_accepts_router_and_splitter_routes() {
     let c = sim();
     proxy(&c, "db-v2", 21002);
@@ -382,6 +402,10 @@ fn envoy_accepts_router_and_splitter_routes() {
 /// through RSA and P-384 intermediates) with their whole chain (leaf, cross-signed root,
 /// intermediates) and every root, inline and as SDS secrets.
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn envoy_accepts_rsa_and_p384_chains_with_intermediates() {
     let c = sim_from(
         crate::assembly::sim::AgentSim::builder()

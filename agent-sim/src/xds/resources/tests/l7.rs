@@ -126,6 +126,10 @@ fn subset_sim() -> Control {
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn subset_clusters_hold_only_the_instances_their_filter_matches() {
     let c = subset_sim();
     let r = build(&c, TlsMode::Inline).resources;
@@ -184,6 +188,10 @@ fn a_subset_cluster_follows_instance_meta_changes() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn least_request_and_maglev_reach_the_cluster() {
     for (lb, want) in [
         (
@@ -206,6 +214,10 @@ fn least_request_and_maglev_reach_the_cluster() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn upstream_config_sets_connect_timeout_circuit_breakers_and_outlier_detection() {
     let c = sim();
     entries(
@@ -274,6 +286,10 @@ fn upstream_config_sets_connect_timeout_circuit_breakers_and_outlier_detection()
 }
 
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn failover_children_carry_the_upstream_policy() {
     let c = sim();
     proxy(&c, "db-backup", 21003);
@@ -311,6 +327,10 @@ fn failover_children_carry_the_upstream_policy() {
 /// config with only `MinimumRingSize` sends `maximum_ring_size: 0`, which Envoy refuses (the
 /// real pair NACKs that cluster update).
 #[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
 fn ring_hash_with_only_a_minimum_is_sent_as_consul_sends_it_and_envoy_refuses_it() {
     let c = sim();
     entries(
@@ -327,8 +347,7 @@ fn ring_hash_with_only_a_minimum_is_sent_as_consul_sends_it_and_envoy_refuses_it
     };
     assert_eq!(rh.maximum_ring_size, Some(UInt64Value { value: 0 }));
     match validate("ring hash, minimum only", &r) {
-        Ok(false) => {}
-        Ok(true) => panic!("Envoy accepted maximum_ring_size 0 under a minimum of 1024"),
+        Ok(()) => panic!("Envoy accepted maximum_ring_size 0 under a minimum of 1024"),
         Err(e) => assert!(e.contains("maximum_ring_size"), "{e}"),
     }
 }

@@ -1,0 +1,165 @@
+//! The control plane (an in-process agent-sim: HTTP API for the reference proxy, xDS for Envoy,
+//! the CA for both) and what every proxy kind is registered as. Each kind gets its own services
+//! (suffix `-<key>`), so no proxy ever routes to another kind's sidecar:
+//!
+//! - `tcp-K` (protocol tcp), `h1-K` (`http`), `h2-K` (`http2`), `grpc-K` (`grpc`): one instance
+//!   each, its sidecar's public listener is "B";
+//! - `api-K` (`http`): instances `v1` and `v2` (`Meta.version`), a service-resolver with subsets
+//!   `v1`/`v2`, a service-splitter 50/50 over them, and a service-router whose rules (path
+//!   prefix `/probe` -> one subset, header `x-debug` -> v2, `POST /admin` -> v2) fall through to
+//!   the splitter;
+//! - `client-K`: the caller, whose sidecar ("A") has one upstream listener per destination;
+//! - an intention `client-K -> *` allow.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener as StdListener};
+
+use agent_sim::{AgentSim, Control, Listening};
+use anyhow::Context;
+use serde_json::json;
+
+use crate::apps::AppPorts;
+
+/// The destinations of a kind (upstream names without the kind suffix).
+pub(crate) const DESTS: [&str; 5] = ["tcp", "h1", "h2", "grpc", "api"];
+
+/// One registered sidecar: proxy ID and public listener.
+#[derive(Debug, Clone)]
+pub(crate) struct Sidecar {
+    pub(crate) proxy_id: String,
+    pub(crate) service: String,
+    pub(crate) public: SocketAddr,
+}
+
+/// What one kind was registered as.
+#[derive(Debug, Clone)]
+pub(crate) struct KindMesh {
+    /// The caller's sidecar (A).
+    pub(crate) client: Sidecar,
+    /// A's upstream listener per destination (`tcp`, `h1`, `h2`, `grpc`, `api`).
+    pub(crate) entry: BTreeMap<&'static str, SocketAddr>,
+    /// The B sidecars: `tcp`, `h1`, `h2`, `grpc`, `v1`, `v2`.
+    pub(crate) servers: BTreeMap<&'static str, Sidecar>,
+}
+
+pub(crate) fn free_addr() -> anyhow::Result<SocketAddr> {
+    Ok(StdListener::bind("127.0.0.1:0")?.local_addr()?)
+}
+
+/// Starts the sim: HTTP and gRPC on loopback, no health checks run.
+pub(crate) async fn start_sim() -> anyhow::Result<Listening> {
+    AgentSim::builder()
+        .grpc_bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .run_checks(false)
+        .start()
+        .await
+        .context("agent-sim")
+}
+
+/// The router for `api-K`, sending `/probe` to `probe_subset`.
+pub(crate) fn router(key: &str, probe_subset: &str) -> serde_json::Value {
+    json!({"Kind": "service-router", "Name": format!("api-{key}"), "Routes": [
+        {"Match": {"HTTP": {"PathPrefix": "/probe"}},
+         "Destination": {"ServiceSubset": probe_subset}},
+        {"Match": {"HTTP": {"Header": [{"Name": "x-debug", "Present": true}]}},
+         "Destination": {"ServiceSubset": "v2"}},
+        {"Match": {"HTTP": {"PathExact": "/admin", "Methods": ["POST"]}},
+         "Destination": {"ServiceSubset": "v2"}}
+    ]})
+}
+
+fn sidecar(
+    c: &Control,
+    service: &str,
+    id: &str,
+    app_port: u16,
+    meta: &serde_json::Value,
+) -> anyhow::Result<Sidecar> {
+    let public = free_addr()?;
+    c.register(
+        &json!({"Name": service, "ID": id, "Address": "127.0.0.1", "Port": app_port,
+        "Meta": meta}),
+    )?;
+    let proxy_id = format!("{id}-sidecar-proxy");
+    c.register(
+        &json!({"Kind": "connect-proxy", "Name": format!("{service}-sidecar-proxy"),
+        "ID": proxy_id, "Address": "127.0.0.1", "Port": public.port(), "Meta": meta,
+        "Proxy": {"DestinationServiceName": service, "DestinationServiceID": id,
+            "LocalServiceAddress": "127.0.0.1", "LocalServicePort": app_port,
+            "Config": {"bind_address": "127.0.0.1"}}}),
+    )?;
+    Ok(Sidecar {
+        proxy_id,
+        service: service.to_owned(),
+        public,
+    })
+}
+
+/// Registers kind `key`'s services, sidecars, config entries and intention.
+pub(crate) fn register(c: &Control, key: &str, apps: AppPorts) -> anyhow::Result<KindMesh> {
+    let name = |d: &str| format!("{d}-{key}");
+    for (d, protocol) in [
+        ("h1", "http"),
+        ("h2", "http2"),
+        ("grpc", "grpc"),
+        ("api", "http"),
+    ] {
+        c.upsert_config_entry(
+            &json!({"Kind": "service-defaults", "Name": name(d), "Protocol": protocol}),
+        )?;
+    }
+    let api = name("api");
+    c.upsert_config_entry(&json!({"Kind": "service-resolver", "Name": api,
+        "DefaultSubset": "v1", "Subsets": {
+            "v1": {"Filter": "Service.Meta.version == v1"},
+            "v2": {"Filter": "Service.Meta.version == v2"}}}))?;
+    c.upsert_config_entry(&json!({"Kind": "service-splitter", "Name": api, "Splits": [
+        {"Weight": 50, "ServiceSubset": "v1"}, {"Weight": 50, "ServiceSubset": "v2"}]}))?;
+    c.upsert_config_entry(&router(key, "v1"))?;
+
+    let none = json!({});
+    let mut servers = BTreeMap::new();
+    servers.insert(
+        "tcp",
+        sidecar(c, &name("tcp"), &name("tcp"), apps.tcp, &none)?,
+    );
+    for d in ["h1", "h2", "grpc"] {
+        servers.insert(d, sidecar(c, &name(d), &name(d), apps.http, &none)?);
+    }
+    for (v, port) in [("v1", apps.v1), ("v2", apps.v2)] {
+        let meta = json!({"version": v});
+        servers.insert(v, sidecar(c, &api, &format!("{api}-{v}"), port, &meta)?);
+    }
+
+    let mut entry = BTreeMap::new();
+    let mut upstreams = Vec::new();
+    for d in DESTS {
+        let at = free_addr()?;
+        entry.insert(d, at);
+        upstreams.push(
+            json!({"DestinationName": name(d), "LocalBindAddress": "127.0.0.1",
+            "LocalBindPort": at.port()}),
+        );
+    }
+    let client = name("client");
+    c.register(&json!({"Name": client, "ID": client, "Address": "127.0.0.1", "Port": 9}))?;
+    let public = free_addr()?;
+    let proxy_id = format!("{client}-sidecar-proxy");
+    c.register(
+        &json!({"Kind": "connect-proxy", "Name": proxy_id, "ID": proxy_id,
+        "Address": "127.0.0.1", "Port": public.port(),
+        "Proxy": {"DestinationServiceName": client, "DestinationServiceID": client,
+            "LocalServiceAddress": "127.0.0.1", "LocalServicePort": 9,
+            "Config": {"bind_address": "127.0.0.1"}, "Upstreams": upstreams}}),
+    )?;
+    c.put_intention(&client, "*", &json!({"Action": "allow"}))?;
+    Ok(KindMesh {
+        client: Sidecar {
+            proxy_id,
+            service: client,
+            public,
+        },
+        entry,
+        servers,
+    })
+}
