@@ -13,6 +13,7 @@ mod api {
     mod faults;
     mod filter;
     mod legacy_intentions;
+    mod prepared_query;
     mod rotation;
     mod transparent;
     mod wire;

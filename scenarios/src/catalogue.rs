@@ -187,6 +187,14 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/inbound-local-request-timeout.toml"),
     ),
     (
+        "catalogue/extended/l4-only-chain.toml",
+        include_str!("../catalogue/extended/l4-only-chain.toml"),
+    ),
+    (
+        "catalogue/extended/prepared-query-upstream.toml",
+        include_str!("../catalogue/extended/prepared-query-upstream.toml"),
+    ),
+    (
         "catalogue/extended/token-without-intentions-read.toml",
         include_str!("../catalogue/extended/token-without-intentions-read.toml"),
     ),
