@@ -14,6 +14,7 @@ mod api {
     mod filter;
     mod legacy_intentions;
     mod mesh;
+    mod prepared_query;
     mod rotation;
     mod transparent;
     mod wire;

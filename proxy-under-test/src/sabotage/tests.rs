@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 57] = [
+const CATALOGUE: [&str; 59] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -70,6 +70,8 @@ const CATALOGUE: [&str; 57] = [
     "ignore-hash-policy",
     "stale-routes",
     "ignore-lb-policy",
+    "never-repoll-query",
+    "no-protocol-override",
     "ignore-inbound-limit",
     "ignore-local-timeouts",
     "fail-open-on-403",

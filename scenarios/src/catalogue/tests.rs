@@ -67,6 +67,8 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "agent-restart",
             "agent-restart-policy",
             "acl-token-file",
+            "prepared-query-upstream",
+            "l4-only-chain",
             "inbound-connection-limit",
             "inbound-local-request-timeout",
             "token-without-intentions-read",

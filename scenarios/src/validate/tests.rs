@@ -1,6 +1,7 @@
 //! Tests of validation: each rule refuses what it should, names the field, and accepts the
 //! well-formed counterpart.
 
+mod app;
 mod h2;
 
 use super::*;
