@@ -17,5 +17,6 @@ mod control;
 mod control_auth;
 mod health;
 pub(crate) mod intentions;
+mod prepared_query;
 mod serve;
 mod status;

@@ -7,5 +7,6 @@ pub mod ca;
 pub mod chain;
 pub mod config_entry;
 pub mod intention;
+pub mod prepared_query;
 pub mod service;
 pub mod spiffe;

@@ -14,6 +14,7 @@ pub(crate) mod control;
 pub(crate) mod error;
 pub mod faults;
 pub(crate) mod listener;
+pub(crate) mod prepared_queries;
 pub(crate) mod queries;
 pub mod request_log;
 pub(crate) mod seq_log;

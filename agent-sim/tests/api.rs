@@ -13,6 +13,8 @@ mod api {
     mod faults;
     mod filter;
     mod legacy_intentions;
+    mod mesh;
+    mod prepared_query;
     mod rotation;
     mod transparent;
     mod wire;

@@ -19,6 +19,7 @@
 //! [bounds]            # milliseconds
 //! reauthorize_ms = 1000
 //! max_lifetime_ms = 600000
+//! query_poll_ms = 30000   # prepared-query upstreams re-executed this often (`query-poll`)
 //!
 //! [proxy_config]      # merged into the sidecar registration's Proxy.Config
 //! reauthorize_interval_ms = 1000
@@ -68,7 +69,7 @@ pub const XDS_FEATURE: &str = "xds";
 pub const REFERENCE_PENDING: &[&str] = &[];
 
 /// Names of the bounds a proxy can declare, in milliseconds.
-pub const BOUNDS: [&str; 2] = ["reauthorize_ms", "max_lifetime_ms"];
+pub const BOUNDS: [&str; 3] = ["reauthorize_ms", "max_lifetime_ms", "query_poll_ms"];
 
 /// Command of the bundled reference proxy (`{exe}` is the conformance binary itself).
 pub const REFERENCE_COMMAND: &str = "{exe} reference-proxy -proxy-id {proxy_id}";
@@ -126,6 +127,8 @@ impl Manifest {
             ("reauthorize_interval_ms", json!(300)),
             ("drain_timeout_ms", json!(200)),
             ("upstream_connect_timeout_ms", json!(2000)),
+            // Prepared-query upstreams re-polled every 500 ms (declared as `query_poll_ms`).
+            ("prepared_query_poll_interval_ms", json!(500)),
         ];
         Self {
             name: "proxy-under-test".into(),
@@ -142,6 +145,7 @@ impl Manifest {
             bounds: Bounds {
                 reauthorize_ms: Some(300),
                 max_lifetime_ms: None,
+                query_poll_ms: Some(500),
             },
             proxy_config: knobs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
             transparent: Transparent::default(),
@@ -289,6 +293,7 @@ impl Manifest {
         [
             ("reauthorize_ms", b.reauthorize_ms),
             ("max_lifetime_ms", b.max_lifetime_ms),
+            ("query_poll_ms", b.query_poll_ms),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))

@@ -8,6 +8,7 @@ mod h2;
 mod http;
 mod inbound;
 mod l7;
+mod tls_offer;
 mod upstream;
 
 use std::io;
@@ -28,6 +29,7 @@ pub(crate) use self::h2::{GrpcCall, connect_plain as h2_plain, connect_tls as h2
 pub(crate) use self::http::{HttpProbe, one_shot as http_one_shot};
 pub(crate) use self::inbound::{Inbound, inbound, inbound_plain};
 pub(crate) use self::l7::{L7Conn, L7Request, Reply};
+pub(crate) use self::tls_offer::tls_handshake;
 pub(crate) use self::upstream::{listener_open, upstream_once};
 use crate::tls::{self, Captured};
 

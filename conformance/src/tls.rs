@@ -133,6 +133,41 @@ pub(crate) fn client_config(
     Ok(Arc::new(cfg))
 }
 
+/// [`client_config`] offering only `version` (`1.2`/`1.3`; both when `None`) and, for TLS 1.2,
+/// only the suites named in `tls12_suites` (IANA names; all of rustls' when empty).
+pub(crate) fn client_config_offering(
+    identity: Option<&ClientIdentity>,
+    captured: Arc<Captured>,
+    version: Option<&str>,
+    tls12_suites: &[String],
+) -> Result<Arc<ClientConfig>, Error> {
+    let mut p = (*provider()).clone();
+    if !tls12_suites.is_empty() {
+        p.cipher_suites.retain(|s| {
+            s.version() != &rustls::version::TLS12
+                || tls12_suites.contains(&format!("{:?}", s.suite()))
+        });
+    }
+    let versions: &[&'static rustls::SupportedProtocolVersion] = match version {
+        Some("1.2") => &[&rustls::version::TLS12],
+        Some("1.3") => &[&rustls::version::TLS13],
+        _ => rustls::DEFAULT_VERSIONS,
+    };
+    let builder = ClientConfig::builder_with_provider(Arc::new(p))
+        .with_protocol_versions(versions)
+        .map_err(|e| Error::Tls(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyServer { captured }));
+    let mut cfg = match identity {
+        Some(id) => builder
+            .with_client_auth_cert(certs(&id.cert_chain_pem)?, key(&id.private_key_pem)?)
+            .map_err(|e| Error::Tls(format!("client certificate: {e}")))?,
+        None => builder.with_no_client_auth(),
+    };
+    cfg.resumption = rustls::client::Resumption::disabled();
+    Ok(Arc::new(cfg))
+}
+
 /// An instance's server config: serves `identity`, requires a client certificate chained to
 /// one of `roots` (PEMs), no resumption.
 pub(crate) fn server_config(

@@ -21,11 +21,14 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use self::assemble::{ChainKey, HealthKey, State, all_targets, targets_for, upstream_specs};
+use self::assemble::{
+    ChainKey, HealthKey, QueryKey, State, all_targets, l4_only, query_poll_interval, targets_for,
+    upstream_specs,
+};
 pub(crate) use self::client::seg;
 pub use self::client::{AgentClient, Blocking, REQUEST_TIMEOUT, http_timeout, normalize_addr};
 pub use self::tls::AgentTls;
-use self::types::{AgentService, CaRoots, CompiledChain, HealthEntry, LeafCert};
+use self::types::{AgentService, CaRoots, CompiledChain, HealthEntry, LeafCert, QueryExecution};
 use crate::authz::{DefaultPolicy, Intention, IntentionSet};
 use crate::mesh::MeshEntry;
 use crate::metrics::Metrics;
@@ -100,6 +103,7 @@ pub(crate) enum Update {
     Policy(DefaultPolicy),
     Chain(ChainKey, Box<CompiledChain>),
     Health(HealthKey, Vec<HealthEntry>),
+    Query(QueryKey, Box<QueryExecution>),
     Mesh(Option<Box<MeshEntry>>),
 }
 
@@ -149,6 +153,7 @@ struct Watches {
     destination: Option<(String, Task, Task)>,
     chains: BTreeMap<ChainKey, Task>,
     health: BTreeMap<HealthKey, Task>,
+    queries: BTreeMap<QueryKey, Task>,
 }
 
 async fn run(
@@ -213,6 +218,7 @@ async fn run(
         destination: None,
         chains: BTreeMap::new(),
         health: BTreeMap::new(),
+        queries: BTreeMap::new(),
     };
     loop {
         reconcile(&state, &mut w, &client, timing, &metrics, &tx);
@@ -304,6 +310,10 @@ fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
         Update::Health(key, entries) => {
             state.health.insert(key, entries);
         }
+        Update::Query(key, exec) => {
+            tracing::debug!(query = %key.0, instances = exec.nodes.len(), "prepared query executed");
+            state.queries.insert(key, *exec);
+        }
     }
 }
 
@@ -345,7 +355,23 @@ fn reconcile(
         ));
         w.destination = Some((dest, Task(leaf), Task(ixn)));
     }
-    let specs = upstream_specs(svc);
+    let (queries, specs): (Vec<_>, Vec<_>) = upstream_specs(svc).into_iter().partition(|s| s.query);
+    let interval = query_poll_interval(&proxy.config);
+    w.queries
+        .retain(|k, _| queries.iter().any(|s| &s.query_key() == k));
+    for spec in &queries {
+        let key = spec.query_key();
+        if let std::collections::btree_map::Entry::Vacant(slot) = w.queries.entry(key.clone()) {
+            slot.insert(Task(tokio::spawn(watches::query_watch(
+                client.clone(),
+                key,
+                interval,
+                t,
+                metrics.clone(),
+                tx.clone(),
+            ))));
+        }
+    }
     w.chains
         .retain(|k, _| specs.iter().any(|s| &s.chain_key() == k));
     let mut wanted_health = Vec::new();
@@ -354,11 +380,17 @@ fn reconcile(
         if !w.chains.contains_key(&key) {
             let (c, k2) = (client.clone(), key.clone());
             let wrap_key = key.clone();
-            let protocol = spec
-                .config
-                .get("protocol")
-                .and_then(|p| p.as_str())
-                .map(str::to_owned);
+            // An L4-only proxy asks for every chain compiled as TCP (Consul's guide: "set the
+            // OverrideProtocol value to tcp"); otherwise, as Consul's proxycfg, the upstream's
+            // configured protocol overrides the chain's.
+            let protocol = if l4_only(&proxy.config) && client.hooks.l4_override() {
+                Some("tcp".to_owned())
+            } else {
+                spec.config
+                    .get("protocol")
+                    .and_then(|p| p.as_str())
+                    .map(str::to_owned)
+            };
             let task = tokio::spawn(watches::index_watch(
                 "discovery_chain",
                 t,

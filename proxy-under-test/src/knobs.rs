@@ -14,6 +14,7 @@
 //! | `verify_spiffe_uri` | true | false = accept any URI SAN with a `svc/<name>` segment (CA providers that cannot issue Consul SPIFFE IDs) |
 //! | `verify_trust_domain` | false | true = the peer's trust domain must equal the roots' `TrustDomain` (Consul does not check it) |
 //! | `drain_timeout_ms` | 5000 | on shutdown, wait this long for open connections |
+//! | `request_headers_timeout_ms` | 300000 | L7 inbound over HTTP/1.1: a request's headers must arrive within this (Envoy's `stream_idle_timeout` default, 5 min, closes a stream that stops sending) |
 //! | `metrics_bind_addr` | unset | `host:port` for a Prometheus text endpoint at `/metrics` |
 //! | `transparent_passthrough` | false | transparent mode: plain-TCP dial destinations that are not in the mesh instead of refusing them (our stand-in for Consul's mesh config `TransparentProxy.MeshDestinationsOnly = false`; the default, refuse, is Consul's behaviour with `MeshDestinationsOnly = true`) |
 //!
@@ -103,6 +104,8 @@ pub struct Knobs {
     pub metrics_bind_addr: Option<SocketAddr>,
     /// `transparent_passthrough`.
     pub transparent_passthrough: bool,
+    /// `request_headers_timeout_ms`.
+    pub request_headers_timeout: Duration,
 }
 
 impl Default for Knobs {
@@ -122,6 +125,7 @@ impl Default for Knobs {
             drain_timeout: Duration::from_millis(5000),
             metrics_bind_addr: None,
             transparent_passthrough: false,
+            request_headers_timeout: Duration::from_millis(300_000),
         }
     }
 }
@@ -180,6 +184,9 @@ impl Knobs {
         }
         if let Some(v) = ms("local_connect_timeout_ms") {
             k.local_connect_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = ms("request_headers_timeout_ms").filter(|v| *v > 0) {
+            k.request_headers_timeout = Duration::from_millis(v);
         }
         if let Some(v) = ms("local_request_timeout_ms") {
             k.local_request_timeout = (v > 0).then(|| Duration::from_millis(v));

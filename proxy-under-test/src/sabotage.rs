@@ -180,6 +180,11 @@ pub enum Sabotage {
     /// `ignore-lb-policy`: every load-balancing policy (least request, random, hashing) becomes
     /// round robin.
     IgnoreLbPolicy,
+    /// `never-repoll-query`: a prepared-query upstream is executed once and never again.
+    NeverRepollQuery,
+    /// `no-protocol-override`: in L4-only mode the discovery chain is requested without
+    /// `OverrideProtocol = "tcp"`.
+    NoProtocolOverride,
     /// `ignore-inbound-limit`: `max_inbound_connections` is ignored: every inbound connection
     /// is served, however many are open.
     IgnoreInboundLimit,
@@ -261,6 +266,8 @@ impl Sabotage {
         Self::IgnoreHashPolicy,
         Self::StaleRoutes,
         Self::IgnoreLbPolicy,
+        Self::NeverRepollQuery,
+        Self::NoProtocolOverride,
         Self::IgnoreInboundLimit,
         Self::IgnoreLocalTimeouts,
         Self::FailOpenOn403,
@@ -325,6 +332,8 @@ impl Sabotage {
             Self::IgnoreHashPolicy => "ignore-hash-policy",
             Self::StaleRoutes => "stale-routes",
             Self::IgnoreLbPolicy => "ignore-lb-policy",
+            Self::NeverRepollQuery => "never-repoll-query",
+            Self::NoProtocolOverride => "no-protocol-override",
             Self::IgnoreInboundLimit => "ignore-inbound-limit",
             Self::IgnoreLocalTimeouts => "ignore-local-timeouts",
             Self::FailOpenOn403 => "fail-open-on-403",

@@ -111,6 +111,12 @@ impl ClientHooks {
         true
     }
 
+    /// Whether an L4-only proxy asks for its chains with `OverrideProtocol = "tcp"`: yes.
+    #[inline]
+    pub(crate) fn l4_override(&self) -> bool {
+        true
+    }
+
     /// What to use when the token may not read `service`'s intentions (403): nothing (the
     /// error stands and the proxy fails closed).
     #[inline]

@@ -195,6 +195,18 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/inbound-local-request-timeout.toml"),
     ),
     (
+        "catalogue/extended/l4-only-chain.toml",
+        include_str!("../catalogue/extended/l4-only-chain.toml"),
+    ),
+    (
+        "catalogue/extended/mesh-tls-versions.toml",
+        include_str!("../catalogue/extended/mesh-tls-versions.toml"),
+    ),
+    (
+        "catalogue/extended/prepared-query-upstream.toml",
+        include_str!("../catalogue/extended/prepared-query-upstream.toml"),
+    ),
+    (
         "catalogue/extended/token-without-intentions-read.toml",
         include_str!("../catalogue/extended/token-without-intentions-read.toml"),
     ),

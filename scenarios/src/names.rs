@@ -29,6 +29,10 @@ pub const FEATURES: &[&str] = &[
     // routes, splits, subsets, retries, timeouts, headers, load balancing, passive health,
     // limits.
     "l7-traffic",
+    // The proxy can run as an L4-only proxy (the reference proxy: `Proxy.Config.l4_only`):
+    // it asks for every discovery chain with `OverrideProtocol = "tcp"`, as Consul's guide tells
+    // L4-only proxies to, and treats every upstream as TCP.
+    "l4-only",
 ];
 
 /// The deliberately broken behaviours of the reference proxy (`--sabotage NAME`, test builds
@@ -86,6 +90,8 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "ignore-hash-policy",
     "stale-routes",
     "ignore-lb-policy",
+    "never-repoll-query",
+    "no-protocol-override",
     "ignore-inbound-limit",
     "ignore-local-timeouts",
     "fail-open-on-403",

@@ -14,6 +14,9 @@ pub const DEFAULTS: &[(&str, Duration)] = &[
     ("rotation", Duration::from_secs(10)),
     // An open connection that a new deny covers is closed (the proxy's declared bound wins).
     ("reauth", Duration::from_secs(5)),
+    // A prepared query's new result reaches the proxy (it polls: the proxy's declared
+    // `query_poll_ms` bound wins).
+    ("query-poll", Duration::from_secs(5)),
     // After the agent comes back the proxy picks up a new change.
     ("recovery", Duration::from_secs(15)),
     // How long "stays true" is observed for.

@@ -130,6 +130,9 @@ impl Play {
         for spec in self.instances.clone() {
             self.register_instance(control, &spec)?;
         }
+        for q in &self.setup.prepared_queries {
+            sim("create prepared query", control.create_prepared_query(q))?;
+        }
         Ok(())
     }
 

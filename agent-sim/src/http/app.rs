@@ -33,6 +33,7 @@ pub fn app(control: Control) -> Router {
         .merge(super::agent_check::routes())
         .merge(super::catalog::routes())
         .merge(super::status::routes())
+        .merge(super::prepared_query::routes())
         .fallback(|| async { ApiError::unknown_path() })
         .layer(axum::middleware::from_fn_with_state(
             control.clone(),

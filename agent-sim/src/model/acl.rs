@@ -113,7 +113,7 @@ pub enum Authorizer {
         /// `None` for the anonymous token.
         accessor: Option<String>,
         /// The token's rules.
-        rules: Rules,
+        rules: Box<Rules>,
         /// What applies where no rule matches.
         default: DefaultPolicy,
     },
@@ -134,6 +134,8 @@ pub enum Resource {
     Operator,
     /// `agent`.
     Agent,
+    /// `query` (prepared queries, by name prefix).
+    Query,
 }
 
 impl Resource {
@@ -145,6 +147,7 @@ impl Resource {
             Self::Mesh => "mesh",
             Self::Operator => "operator",
             Self::Agent => "agent",
+            Self::Query => "query",
         }
     }
 }
@@ -167,7 +170,7 @@ pub fn resolve(
     match secret {
         None | Some("anonymous") => Ok(Authorizer::Token {
             accessor: None,
-            rules: Rules::default(),
+            rules: Box::default(),
             default: cfg.default_policy,
         }),
         Some(s) => {
@@ -177,7 +180,7 @@ pub fn resolve(
             }
             Ok(Authorizer::Token {
                 accessor: Some(token.accessor_id.clone()),
-                rules: token.rules.clone(),
+                rules: Box::new(token.rules.clone()),
                 default: cfg.default_policy,
             })
         }
@@ -195,6 +198,7 @@ impl Authorizer {
                     Resource::Intention => rules.intention(name),
                     Resource::Node => rules.node(name),
                     Resource::Agent => rules.agent(name),
+                    Resource::Query => rules.query(name),
                     Resource::Mesh => rules.mesh(),
                     Resource::Operator => rules.operator(),
                 };
@@ -204,6 +208,12 @@ impl Authorizer {
                 }
             }
         }
+    }
+
+    /// Whether this is a management authorizer (or ACLs are off): Consul's `ACLWrite` check,
+    /// which decides who sees prepared-query tokens and unnamed queries.
+    pub fn is_management(&self) -> bool {
+        matches!(self, Self::AllowAll)
     }
 
     /// `Ok` when allowed, else Consul's `Permission denied: ...` text.

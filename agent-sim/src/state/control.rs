@@ -283,6 +283,22 @@ impl Control {
         Ok(())
     }
 
+    // === prepared queries ===
+
+    /// Creates a prepared query (as `POST /v1/query` with a management token); returns its ID.
+    pub fn create_prepared_query(&self, definition: &Value) -> Result<String, SimError> {
+        let body = serde_json::to_vec(definition).unwrap_or_default();
+        let q = crate::model::prepared_query::decode(&body)
+            .map_err(|e| StateError::Invalid(format!("Request decode failed: {e}")))?;
+        let id = crate::state::prepared_queries::apply(
+            &self.store,
+            &crate::model::acl::Authorizer::AllowAll,
+            crate::state::prepared_queries::Op::Create,
+            q,
+        )?;
+        Ok(id)
+    }
+
     // === catalog and agent state ===
 
     /// Registers a service with the local agent (as `PUT /v1/agent/service/register`).

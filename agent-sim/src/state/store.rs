@@ -15,6 +15,7 @@ mod server;
 mod virtual_ip;
 
 pub use catalog::CheckUpdate;
+pub(crate) use catalog::HealthEntry;
 pub(crate) use server::SERVER_NODE;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -69,6 +70,10 @@ pub(crate) struct State {
     /// Counts every write except the agent's leaf-cache updates ([`Store::write_leaf_cache`]):
     /// with a service's leaf entry it tells whether a proxy's xDS resources may have changed.
     pub(crate) input_gen: u64,
+    /// Prepared queries by ID (`state/prepared_queries.rs`).
+    pub(crate) prepared_queries: BTreeMap<String, crate::model::prepared_query::PreparedQuery>,
+    /// Index of the prepared-queries table.
+    pub(crate) prepared_query_index: u64,
 }
 
 /// Per-state cache of derived data that hot endpoints read on every request.
@@ -243,6 +248,8 @@ impl Store {
             virtual_ips: HashMap::new(),
             memo: Memo::default(),
             input_gen: 0,
+            prepared_queries: BTreeMap::new(),
+            prepared_query_index: 0,
         };
         Ok(Arc::new(Self {
             cfg,

@@ -21,14 +21,20 @@
 //!   load-balancer policy and route hash policies, circuit breakers and outlier detection from
 //!   the resolved upstream config, route rewrites, timeouts, retries and header modifiers.
 //!
+//! - Prepared-query upstreams (`query_upstream.rs`): an EDS cluster named by the query's SNI
+//!   (`<query>.default.<dc>.query.<trust domain>`) fed with the query's execution with
+//!   `Connect: true`, and a `prepared_query:<query>` listener. Consul's proxycfg re-executes the
+//!   query every 30 s; the sim rebuilds on every store change, so Envoy sees a change at once.
+//!
 //! Not modelled: the virtual DNS listener, the mesh config entry (`MeshDestinationsOnly`),
-//! prepared-query upstreams, peered and sameness-group intention sources, expose paths, escape
+//! peered and sameness-group intention sources, expose paths, escape
 //! hatches.
 
 mod cluster_policy;
 mod clusters;
 mod endpoints;
 mod listeners;
+mod query_upstream;
 mod rbac;
 mod route_policy;
 mod routes;

@@ -42,6 +42,7 @@ impl Exec<'_> {
         plan.late = within.and_then(|w| w.late);
         let material = match &exp.check {
             Check::Inbound { identity, .. }
+            | Check::TlsHandshake { identity, .. }
             | Check::Http {
                 identity: Some(identity),
                 conn: None,
@@ -218,6 +219,17 @@ impl Exec<'_> {
     }
 
     fn within(&self, text: &str) -> Result<Within, Error> {
+        if text == "query-poll" {
+            // A proxy that declares its prepared-query poll interval is given that long.
+            let cap = self.duration("query-poll")?;
+            return Ok(Within {
+                bound: self
+                    .bounds
+                    .query_poll_ms
+                    .map_or(cap, |q| Duration::from_millis(q) + BOUND_SLACK),
+                late: None,
+            });
+        }
         if text != "reauth" {
             return Ok(Within {
                 bound: self.duration(text)?,

@@ -16,6 +16,34 @@ pub(super) fn expected(
     stable: Option<Duration>,
 ) -> String {
     let mut text = match &exp.check {
+        Check::TlsHandshake {
+            identity,
+            tls_version,
+            cipher_suites,
+            outcome,
+            negotiated_cipher,
+        } => {
+            let offer = match (tls_version.as_deref(), cipher_suites.is_empty()) {
+                (Some(v), true) => format!("only TLS {v}"),
+                (Some(v), false) => format!("only TLS {v} with {}", cipher_suites.join(", ")),
+                (None, true) => "TLS 1.2 and 1.3".to_owned(),
+                (None, false) => format!("TLS 1.3, and TLS 1.2 with {}", cipher_suites.join(", ")),
+            };
+            match (outcome, negotiated_cipher) {
+                (Expected::Allowed, Some(c)) => format!(
+                    "{} offering {offer} completes the handshake on {c}",
+                    describe_identity(identity)
+                ),
+                (Expected::Allowed, None) => format!(
+                    "{} offering {offer} completes the handshake",
+                    describe_identity(identity)
+                ),
+                (Expected::Refused, _) => format!(
+                    "{} offering {offer} is refused at the handshake",
+                    describe_identity(identity)
+                ),
+            }
+        }
         Check::Inbound {
             identity,
             outcome,

@@ -22,6 +22,28 @@ impl Exec<'_> {
     ) -> Observation {
         let inbound = self.world.inbound_addr();
         match check {
+            Check::TlsHandshake {
+                tls_version,
+                cipher_suites,
+                outcome,
+                negotiated_cipher,
+                ..
+            } => {
+                let got =
+                    probe::tls_handshake(inbound, material, tls_version.as_deref(), cipher_suites)
+                        .await;
+                match (got, outcome) {
+                    (Ok((v, c)), Expected::Allowed) => {
+                        let ok = negotiated_cipher.as_ref().is_none_or(|want| *want == c);
+                        Observation::new(ok, format!("handshake completed: {v} {c}"))
+                    }
+                    (Ok((v, c)), Expected::Refused) => {
+                        Observation::new(false, format!("handshake completed: {v} {c}"))
+                    }
+                    (Err(e), Expected::Refused) => Observation::new(true, e),
+                    (Err(e), Expected::Allowed) => Observation::new(false, e),
+                }
+            }
             Check::Inbound { outcome, via, .. } => {
                 let app = &self.world.app;
                 let seen = match (via, material) {

@@ -60,6 +60,7 @@ impl Manifest {
         match name.trim() {
             "reauthorize_ms" => self.bounds.reauthorize_ms = Some(ms),
             "max_lifetime_ms" => self.bounds.max_lifetime_ms = Some(ms),
+            "query_poll_ms" => self.bounds.query_poll_ms = Some(ms),
             other => {
                 return Err(bad(format!(
                     "unknown bound {other:?}; known: {}",

@@ -80,4 +80,8 @@ pub struct Bounds {
     /// Connections are closed at this age.
     #[serde(default)]
     pub max_lifetime_ms: Option<u64>,
+    /// A prepared-query upstream is executed again at least this often (Consul's own proxies:
+    /// 30000); the `query-poll` timeout of a scenario waits this long (plus slack).
+    #[serde(default)]
+    pub query_poll_ms: Option<u64>,
 }

@@ -20,6 +20,33 @@ pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Chain watch key: (upstream name, datacenter to compile for; empty = local).
 pub(crate) type ChainKey = (String, String);
+/// Prepared-query poll key: (query name, datacenter; empty = local).
+pub(crate) type QueryKey = (String, String);
+
+/// How often a prepared-query upstream is executed again when `Proxy.Config` does not say
+/// (`prepared_query_poll_interval_ms`): Consul's own proxies re-poll every 30 s
+/// (`defaultPreparedQueryPollInterval`, `agent/proxycfg/state.go`).
+pub(crate) const DEFAULT_QUERY_POLL: Duration = Duration::from_secs(30);
+
+/// The poll interval of prepared-query upstreams from the proxy's `Proxy.Config`.
+pub(crate) fn query_poll_interval(config: &serde_json::Map<String, serde_json::Value>) -> Duration {
+    config
+        .get("prepared_query_poll_interval_ms")
+        .and_then(|v| {
+            v.as_u64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        })
+        .filter(|ms| *ms > 0)
+        .map_or(DEFAULT_QUERY_POLL, Duration::from_millis)
+}
+
+/// Whether the proxy runs as an L4-only proxy (`Proxy.Config.l4_only`): chains requested with
+/// `OverrideProtocol = "tcp"`, every upstream served as TCP.
+pub(crate) fn l4_only(config: &serde_json::Map<String, serde_json::Value>) -> bool {
+    matches!(config.get("l4_only"), Some(serde_json::Value::Bool(true)))
+        || config.get("l4_only").and_then(|v| v.as_str()) == Some("true")
+}
+
 /// Health watch key: (service, datacenter; empty = local, filter).
 pub(crate) type HealthKey = (String, String, String);
 
@@ -34,9 +61,15 @@ pub(crate) struct UpstreamSpec {
     pub(crate) protocol: Option<Protocol>,
     /// The upstream's `Config` (limits, passive health check).
     pub(crate) config: serde_json::Map<String, serde_json::Value>,
+    /// `DestinationType = "prepared_query"`: `name` is the query, executed by polling.
+    pub(crate) query: bool,
 }
 
 impl UpstreamSpec {
+    pub(crate) fn query_key(&self) -> QueryKey {
+        (self.name.clone(), self.datacenter.clone())
+    }
+
     pub(crate) fn chain_key(&self) -> ChainKey {
         (self.name.clone(), self.datacenter.clone())
     }
@@ -73,6 +106,8 @@ pub(crate) struct State {
     pub(crate) policy: Option<DefaultPolicy>,
     pub(crate) chains: BTreeMap<ChainKey, CompiledChain>,
     pub(crate) health: BTreeMap<HealthKey, Vec<HealthEntry>>,
+    /// The latest execution of each prepared-query upstream.
+    pub(crate) queries: BTreeMap<QueryKey, super::types::QueryExecution>,
     /// The `mesh` config entry: `None` until the first read, then `Some(None)` when no entry
     /// exists (Consul's `MeshConfigSet`: a snapshot waits for it).
     pub(crate) mesh: Option<Option<MeshEntry>>,
@@ -124,8 +159,8 @@ fn ip_or(addr: &str, default: IpAddr) -> IpAddr {
     })
 }
 
-/// The upstreams this proxy can serve (prepared queries and upstreams with neither a port nor a
-/// socket path are skipped with an error log, like the built-in proxy).
+/// The upstreams this proxy can serve: services and prepared queries (other destination types
+/// and upstreams with neither a port nor a socket path are skipped with an error log).
 pub(crate) fn upstream_specs(svc: &AgentService) -> Vec<UpstreamSpec> {
     let Some(proxy) = &svc.proxy else {
         return Vec::new();
@@ -135,7 +170,7 @@ pub(crate) fn upstream_specs(svc: &AgentService) -> Vec<UpstreamSpec> {
         .iter()
         .filter_map(|u| {
             let kind = if u.destination_type.is_empty() { "service" } else { &u.destination_type };
-            if kind != "service" {
+            if kind != "service" && kind != "prepared_query" {
                 tracing::error!(upstream = %u.destination_name, kind, "unsupported upstream type; skipped");
                 return None;
             }
@@ -147,6 +182,7 @@ pub(crate) fn upstream_specs(svc: &AgentService) -> Vec<UpstreamSpec> {
                 bind,
                 protocol: u.config.get("protocol").and_then(|p| p.as_str()).map(Protocol::parse),
                 config: u.config.clone(),
+                query: kind == "prepared_query",
             })
         })
         .collect()
@@ -302,6 +338,34 @@ impl State {
         }))
     }
 
+    /// A prepared-query upstream: one target holding the query's latest result (none yet: no
+    /// endpoints, so connections are refused until the first execute answers). Plain TCP.
+    fn query_upstream(&self, spec: UpstreamSpec, local_dc: &str) -> Upstream {
+        let exec = self.queries.get(&spec.query_key());
+        let dc = if spec.datacenter.is_empty() {
+            local_dc
+        } else {
+            &spec.datacenter
+        };
+        let eps = exec.map(|e| endpoints(&e.nodes)).unwrap_or_default();
+        let target = Target {
+            id: format!("{}.default.{dc}.query", spec.name),
+            service: exec.map_or_else(|| spec.name.clone(), |e| e.service.clone()),
+            namespace: "default".into(),
+            datacenter: dc.to_owned(),
+            endpoints: self.hooks.endpoints(eps),
+        };
+        Upstream {
+            l7: None,
+            protocol: Protocol::default(),
+            name: spec.name,
+            bind: spec.bind,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            targets: vec![target],
+            virtual_ips: Vec::new(),
+        }
+    }
+
     /// A complete snapshot, or `None` while registration, leaf, roots, intentions, the default
     /// policy or the first answer about the mesh entry is missing.
     pub(crate) fn snapshot(&self) -> Option<Snapshot> {
@@ -322,6 +386,9 @@ impl State {
         let upstreams = upstream_specs(svc)
             .into_iter()
             .map(|spec| {
+                if spec.query {
+                    return self.query_upstream(spec, &svc.datacenter);
+                }
                 let chain = self.chains.get(&spec.chain_key());
                 let (targets, timeout) = targets_for(&spec, chain, &svc.datacenter);
                 let target_entries = targets
@@ -347,7 +414,11 @@ impl State {
                         }
                     })
                     .collect();
-                let protocol = upstream_protocol(spec.protocol, chain);
+                let protocol = if l4_only(&proxy.config) {
+                    Protocol::default()
+                } else {
+                    upstream_protocol(spec.protocol, chain)
+                };
                 let l7 = chain
                     .filter(|_| protocol.is_http())
                     .and_then(|c| self.l7(c, &spec.config, &svc.datacenter));

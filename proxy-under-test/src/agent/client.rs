@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use crate::mesh::MeshEntry;
 
 use super::recovery::AgentHealth;
-use super::types::{AgentService, CaRoots, ChainResponse, HealthEntry, LeafCert};
+use super::types::{AgentService, CaRoots, ChainResponse, HealthEntry, LeafCert, QueryExecution};
 use super::{AgentError, AgentTls};
 use crate::authz::{DefaultPolicy, Intention};
 use crate::seam::ClientHooks;
@@ -385,6 +385,22 @@ impl AgentClient {
             query.push(("filter", filter.to_owned()));
         }
         self.blocking(Method::GET, &path, query, None, index, wait)
+            .await
+    }
+
+    /// `GET /v1/query/:name/execute?connect=true` (as Consul's proxycfg executes a prepared-query
+    /// upstream: `Connect: true`, the upstream's datacenter). Not a blocking query.
+    pub async fn execute_query(
+        &self,
+        name: &str,
+        dc: &str,
+    ) -> Result<Blocking<QueryExecution>, AgentError> {
+        let path = format!("/v1/query/{}/execute", seg(name));
+        let mut query = vec![("connect", "true".to_owned())];
+        if !dc.is_empty() {
+            query.push(("dc", dc.to_owned()));
+        }
+        self.blocking(Method::GET, &path, query, None, 0, Duration::ZERO)
             .await
     }
 

@@ -174,6 +174,18 @@ pub struct CaRoot {
     pub active: bool,
 }
 
+/// `GET /v1/query/:name/execute` answer (the fields this proxy reads).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct QueryExecution {
+    /// The service the query looked up (the identity its instances must present).
+    #[serde(default)]
+    pub service: String,
+    /// The instances (with `?connect=true`: connect-capable ones, sidecars included).
+    #[serde(default)]
+    pub nodes: Vec<HealthEntry>,
+}
+
 /// `GET /v1/health/connect/:service` entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "PascalCase")]

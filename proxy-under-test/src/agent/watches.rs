@@ -80,6 +80,43 @@ pub(crate) async fn index_watch<T, F, Fut>(
     }
 }
 
+/// Polls a prepared query (Consul's execute endpoint does not block): one execute, then another
+/// every `interval` (Consul's own proxies: 30 s, `agent/proxycfg/state.go`), sending each result.
+/// Errors keep the last result and retry with the backoff.
+pub(crate) async fn query_watch(
+    client: AgentClient,
+    key: super::assemble::QueryKey,
+    interval: std::time::Duration,
+    timing: Timing,
+    metrics: Arc<Metrics>,
+    tx: mpsc::Sender<Update>,
+) {
+    let mut backoff = Backoff::new(timing.backoff_base, timing.backoff_max);
+    loop {
+        let pause = match client.execute_query(&key.0, &key.1).await {
+            Ok(got) => {
+                metrics.agent_contact();
+                backoff.reset();
+                let update = Update::Query(key.clone(), Box::new(got.body));
+                if tx.send(update).await.is_err() {
+                    return;
+                }
+                interval
+            }
+            Err(e) => {
+                metrics.watch_error("prepared_query");
+                let delay = backoff.failure();
+                tracing::warn!(watch = "prepared_query", query = %key.0, error = %e, retry_in = ?delay, "prepared query execute failed; keeping last endpoints");
+                if tx.is_closed() {
+                    return;
+                }
+                delay
+            }
+        };
+        tokio::time::sleep(pause).await;
+    }
+}
+
 /// Runs the hash-blocking watch of the proxy's own registration.
 pub(crate) async fn service_watch(
     client: AgentClient,

@@ -24,7 +24,7 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio_rustls::server::TlsStream;
 
 use self::app::{AppClient, AppError};
@@ -214,12 +214,20 @@ pub(crate) async fn serve(
     let io = TokioIo::new(stream);
     let end = if snap.knobs.protocol.is_h2() {
         let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-        builder.http1().keep_alive(true);
+        builder
+            .http1()
+            .keep_alive(true)
+            .timer(TokioTimer::new())
+            .header_read_timeout(snap.knobs.request_headers_timeout);
         let conn = builder.serve_connection(io, svc);
         supervise(&shared, &peer, &snap.knobs, false, conn).await
     } else {
+        // A caller that completed mTLS and then sends half a request cannot hold the
+        // connection: its headers must be in within the timeout, or the connection is closed.
         let conn = hyper::server::conn::http1::Builder::new()
             .keep_alive(true)
+            .timer(TokioTimer::new())
+            .header_read_timeout(snap.knobs.request_headers_timeout)
             .serve_connection(io, svc);
         supervise(&shared, &peer, &snap.knobs, false, conn).await
     };

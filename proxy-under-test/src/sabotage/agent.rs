@@ -33,6 +33,8 @@ struct Status {
     failing: AtomicBool,
     /// The last request got no answer at all.
     unreachable: AtomicBool,
+    /// `never-repoll-query`: a prepared query was executed once already.
+    query_executed: AtomicBool,
     /// `stall-after-index-reset`: the highest index sent per request.
     highest: Mutex<HashMap<String, u64>>,
 }
@@ -65,6 +67,11 @@ impl ClientHooks {
     /// Whether a request must never be sent: repeated reads of data fetched "once", the service
     /// watch under `ignore-config-changes`, any discovery chain under `ignore-discovery-chain`.
     fn parks(&self, path: &str, query: &[(&str, String)]) -> bool {
+        if path.starts_with("/v1/query/") {
+            // Prepared queries do not block: every execute after the first is a re-poll.
+            return self.has(Sabotage::NeverRepollQuery)
+                && self.status.query_executed.swap(true, Ordering::Relaxed);
+        }
         let repeat = query.iter().any(|(k, _)| *k == "index" || *k == "hash");
         let once: &[Sabotage] = if path.starts_with("/v1/discovery-chain/") {
             return self.has(Sabotage::IgnoreDiscoveryChain);
@@ -148,6 +155,13 @@ impl ClientHooks {
     /// not under `policy-on-timer`.
     pub(crate) fn policy_follows_recoveries(&self) -> bool {
         !self.has(Sabotage::PolicyOnTimer)
+    }
+
+    /// Whether an L4-only proxy asks for its chains with `OverrideProtocol = "tcp"`; not under
+    /// `no-protocol-override` (it gets the chain compiled for the service's own protocol and
+    /// follows its splitter at L4).
+    pub(crate) fn l4_override(&self) -> bool {
+        !self.has(Sabotage::NoProtocolOverride)
     }
 
     /// `fail-open-on-403`: a token that may not read the intentions is taken to mean "no

@@ -70,6 +70,8 @@ const CATALOGUE: [&str; 59] = [
     "ignore-hash-policy",
     "stale-routes",
     "ignore-lb-policy",
+    "never-repoll-query",
+    "no-protocol-override",
     "ignore-inbound-limit",
     "ignore-local-timeouts",
     "fail-open-on-403",

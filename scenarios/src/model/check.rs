@@ -83,6 +83,25 @@ pub enum Check {
         /// The connection.
         conn: String,
     },
+    /// A TLS handshake with the public listener as `identity`, the client offering only
+    /// `tls_version` (`1.2` or `1.3`; both when absent) and, for TLS 1.2, only `cipher_suites`
+    /// (IANA names; rustls' defaults when empty): `allowed` = the handshake completes (with
+    /// `negotiated_cipher`, that suite was chosen); `refused` = it fails.
+    TlsHandshake {
+        /// Who connects.
+        identity: Identity,
+        /// The only version offered.
+        #[serde(default)]
+        tls_version: Option<String>,
+        /// The TLS 1.2 suites offered.
+        #[serde(default)]
+        cipher_suites: Vec<String>,
+        /// Expected outcome.
+        outcome: Outcome,
+        /// The suite the handshake must settle on (IANA name).
+        #[serde(default)]
+        negotiated_cipher: Option<String>,
+    },
     /// A connection opened earlier has been closed by the proxy.
     ConnClosed {
         /// The connection.

@@ -43,6 +43,10 @@ pub struct Setup {
     /// Config entries in Consul's JSON shape (`Kind`, `Name`, ...).
     #[serde(default)]
     pub config_entries: Vec<Value>,
+    /// Prepared queries in Consul's `POST /v1/query` shape (`Name`, `Service`, ...), created
+    /// after the instances are registered.
+    #[serde(default)]
+    pub prepared_queries: Vec<Value>,
     /// How the proxy gets its ACL token.
     #[serde(default)]
     pub token: TokenDelivery,
@@ -149,6 +153,10 @@ pub struct UpstreamSpec {
     /// `LocalBindSocketMode` (octal text such as `"0600"`); only with `socket`.
     #[serde(default)]
     pub socket_mode: Option<String>,
+    /// `DestinationType = "prepared_query"`: `name` is a prepared query (see
+    /// `setup.prepared_queries`), which the proxy executes and re-polls.
+    #[serde(default)]
+    pub prepared_query: bool,
 }
 
 /// The transparent-mode part of the sidecar registration (`Proxy.TransparentProxy`).

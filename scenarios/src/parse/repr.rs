@@ -315,6 +315,17 @@ enum CheckRepr {
     ConnOpen {
         conn: String,
     },
+    TlsHandshake {
+        #[serde(deserialize_with = "identity")]
+        identity: Identity,
+        #[serde(default)]
+        tls_version: Option<String>,
+        #[serde(default)]
+        cipher_suites: Vec<String>,
+        outcome: Outcome,
+        #[serde(default)]
+        negotiated_cipher: Option<String>,
+    },
     ConnClosed {
         conn: String,
     },

@@ -2,7 +2,7 @@
 //! timeline.
 
 use crate::error::{FieldError, FieldPath};
-use crate::model::{Check, ConnProtocol, Identity, InboundVia, UpstreamVia};
+use crate::model::{Check, ConnProtocol, Identity, InboundVia, Outcome, UpstreamVia};
 use crate::names::BLOCKING_FAMILIES;
 
 use super::steps::{State, known_instance, present_upstream, unknown_conn};
@@ -13,6 +13,29 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
         Check::Inbound { identity, via, .. } => {
             if *via == InboundVia::AppPort {
                 needs_transparent(&at.key("via"), st, "via = \"app-port\"")?;
+            }
+            check_identity(&at.key("identity"), identity, st)
+        }
+        Check::TlsHandshake {
+            identity,
+            tls_version,
+            outcome,
+            negotiated_cipher,
+            ..
+        } => {
+            if let Some(v) = tls_version
+                && !matches!(v.as_str(), "1.2" | "1.3")
+            {
+                return Err(FieldError::new(
+                    at.key("tls_version"),
+                    format!("{v:?}: offer \"1.2\" or \"1.3\""),
+                ));
+            }
+            if negotiated_cipher.is_some() && *outcome != Outcome::Allowed {
+                return Err(FieldError::new(
+                    at.key("negotiated_cipher"),
+                    "goes with `outcome = \"allowed\"`",
+                ));
             }
             check_identity(&at.key("identity"), identity, st)
         }

@@ -60,11 +60,15 @@ impl Play {
             .upstreams
             .get(name)
             .ok_or_else(|| PlayError::NoPort(format!("upstream {name}")))?;
-        Ok(json!({
+        let mut entry = json!({
             "DestinationName": name,
             "LocalBindAddress": LOOPBACK,
             "LocalBindPort": port,
-        }))
+        });
+        if spec.is_some_and(|s| s.prepared_query) {
+            entry["DestinationType"] = json!("prepared_query");
+        }
+        Ok(entry)
     }
 
     pub(super) fn register(&self, control: &Control) -> Result<(), PlayError> {

@@ -38,12 +38,14 @@ fn setup() -> Setup {
                 initial: true,
                 socket: false,
                 socket_mode: None,
+                prepared_query: false,
             },
             UpstreamSpec {
                 name: "extra".into(),
                 initial: false,
                 socket: false,
                 socket_mode: None,
+                prepared_query: false,
             },
         ],
         instances: vec![InstanceSpec {

@@ -338,6 +338,25 @@ fn describe(check: &Check) -> String {
             Outcome::Refused => "refuses a dial of an address no service owns".into(),
         },
         Check::NoRedirectLoop => "does not capture its own outbound connections".into(),
+        Check::TlsHandshake {
+            identity,
+            tls_version,
+            outcome,
+            ..
+        } => {
+            let verb = if *outcome == Outcome::Allowed {
+                "completes"
+            } else {
+                "refuses"
+            };
+            let offer = tls_version
+                .as_deref()
+                .map_or("any TLS version".to_owned(), |v| format!("only TLS {v}"));
+            format!(
+                "{verb} a TLS handshake offering {offer} presenting {}",
+                who(identity)
+            )
+        }
         Check::Http {
             path,
             status,

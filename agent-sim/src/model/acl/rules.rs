@@ -39,6 +39,7 @@ pub struct Rules {
     service: NamedRules<ServiceRule>,
     node: NamedRules<Level>,
     agent: NamedRules<Level>,
+    query: NamedRules<Level>,
     mesh: Option<Level>,
     operator: Option<Level>,
 }
@@ -107,11 +108,13 @@ impl Rules {
                 "node_prefix" => rules.node.prefix = named(val, policy_only)?,
                 "agent" => rules.agent.exact = named(val, policy_only)?,
                 "agent_prefix" => rules.agent.prefix = named(val, policy_only)?,
+                "query" => rules.query.exact = named(val, policy_only)?,
+                "query_prefix" => rules.query.prefix = named(val, policy_only)?,
                 "mesh" => rules.mesh = Some(level(val)?),
                 "operator" => rules.operator = Some(level(val)?),
                 // Rules for resources the sim does not serve are accepted and ignored.
-                "key" | "key_prefix" | "session" | "session_prefix" | "query" | "query_prefix"
-                | "event" | "event_prefix" | "keyring" | "acl" | "peering" => {}
+                "key" | "key_prefix" | "session" | "session_prefix" | "event" | "event_prefix"
+                | "keyring" | "acl" | "peering" => {}
                 other => return Err(RulesError(format!("unknown rule type {other:?}"))),
             }
         }
@@ -141,6 +144,11 @@ impl Rules {
     /// The agent level on node `name`.
     pub fn agent(&self, name: &str) -> Option<Level> {
         self.agent.lookup(name)
+    }
+
+    /// The prepared-query level on `name` (a query's name or template prefix).
+    pub fn query(&self, name: &str) -> Option<Level> {
+        self.query.lookup(name)
     }
 
     /// `mesh`, implied by `operator` when unset.

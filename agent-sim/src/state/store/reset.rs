@@ -28,6 +28,11 @@ impl Store {
                 check.modify_index = base;
             }
             st.catalog_index = base;
+            st.prepared_query_index = st.prepared_query_index.min(base);
+            for q in st.prepared_queries.values_mut() {
+                q.create_index = base;
+                q.modify_index = base;
+            }
             for idx in st.service_index.values_mut() {
                 *idx = base;
             }

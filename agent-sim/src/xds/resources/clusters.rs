@@ -127,6 +127,11 @@ fn upstream_clusters(
             up.policy.passive_health_check.as_ref(),
         ));
         cluster_policy::inject_lb(node.load_balancer.as_ref(), &mut c);
+        if up.query {
+            // `makeUpstreamClusterForPreparedQuery` sets no panic threshold and no alt stat name.
+            c.common_lb_config = None;
+            c.alt_stat_name = String::new();
+        }
         c
     };
     let failover: Vec<&String> = resolver

@@ -302,10 +302,16 @@ fn upstream_filter(
     up: &Upstream,
     cluster: &str,
 ) -> (Filter, Option<RouteConfiguration>) {
-    let stat = format!(
-        "upstream.{}.default.default.{}",
-        up.service, snap.datacenter
-    );
+    // A prepared query's filter is named by its upstream ID (`makeStatPrefix`: colons become
+    // underscores), a chain's by its service.
+    let stat = if up.query {
+        format!("upstream.{}", up.id.replace(':', "_"))
+    } else {
+        format!(
+            "upstream.{}.default.default.{}",
+            up.service, snap.datacenter
+        )
+    };
     if !is_http(&up.chain.protocol) {
         return (tcp_proxy(&stat, cluster), None);
     }

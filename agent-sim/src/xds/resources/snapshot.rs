@@ -90,6 +90,9 @@ pub(crate) struct Upstream {
     pub(crate) endpoints: BTreeMap<String, Vec<Endpoint>>,
     /// Circuit breakers and outlier detection from the upstream's resolved config.
     pub(crate) policy: UpstreamPolicy,
+    /// A prepared-query upstream (`query_upstream.rs`): its `chain` is the one-resolver stand-in
+    /// whose target is named by the query's SNI.
+    pub(crate) query: bool,
 }
 
 /// One connect-capable instance of a target, as `/v1/health/connect/<svc>` returns it.
@@ -195,8 +198,8 @@ pub(crate) fn build(
     }
     let mut upstreams = Vec::new();
     for up in &wanted {
-        // Prepared-query upstreams are not modelled.
         if up.destination_type == "prepared_query" {
+            upstreams.extend(super::query_upstream::build(st, store, up, &trust_domain));
             continue;
         }
         let req = ChainRequest {
@@ -245,6 +248,7 @@ pub(crate) fn build(
             chain,
             endpoints,
             policy: UpstreamPolicy::parse(&up.config),
+            query: false,
         });
     }
     Ok(Snapshot {
@@ -297,23 +301,32 @@ fn endpoints_of(st: &State, service: &str, filter: &str) -> Vec<Endpoint> {
                     .unwrap_or(false)
             })
         })
-        .map(|(node, svc, checks)| Endpoint {
-            address: if svc.address.is_empty() {
-                node.address.clone()
-            } else {
-                svc.address.clone()
-            },
-            port: svc.port,
-            virtual_address: svc
-                .tagged_addresses
-                .get("virtual")
-                .map(|a| a.address.clone())
-                .filter(|a| !a.is_empty()),
-            statuses: checks.iter().map(|c| c.status.clone()).collect(),
-            weight_passing: svc.weights.passing,
-            weight_warning: svc.weights.warning,
-        })
+        .map(|(node, svc, checks)| endpoint(node, svc, &checks))
         .collect()
+}
+
+/// One health entry as an endpoint.
+pub(crate) fn endpoint(
+    node: &service::Node,
+    svc: &service::NodeService,
+    checks: &[&service::HealthCheck],
+) -> Endpoint {
+    Endpoint {
+        address: if svc.address.is_empty() {
+            node.address.clone()
+        } else {
+            svc.address.clone()
+        },
+        port: svc.port,
+        virtual_address: svc
+            .tagged_addresses
+            .get("virtual")
+            .map(|a| a.address.clone())
+            .filter(|a| !a.is_empty()),
+        statuses: checks.iter().map(|c| c.status.clone()).collect(),
+        weight_passing: svc.weights.passing,
+        weight_warning: svc.weights.warning,
+    }
 }
 
 /// Envoy health status and weight of one endpoint, as Consul's
@@ -362,7 +375,7 @@ fn balance(cfg: &serde_json::Map<String, Value>) -> String {
     }
 }
 
-fn str_cfg(cfg: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
+pub(crate) fn str_cfg(cfg: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
     cfg.get(key)
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
@@ -371,7 +384,7 @@ fn str_cfg(cfg: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
 
 /// A number that may have been written as a JSON number or a string (Consul's
 /// `mapstructure` weak decoding accepts both).
-fn u64_cfg(cfg: &serde_json::Map<String, Value>, key: &str) -> Option<u64> {
+pub(crate) fn u64_cfg(cfg: &serde_json::Map<String, Value>, key: &str) -> Option<u64> {
     match cfg.get(key)? {
         Value::Number(n) => n.as_u64().or_else(|| {
             n.as_f64()

@@ -9,6 +9,7 @@ mod l7;
 mod l7_prop;
 mod l7_routes;
 mod mesh;
+mod query;
 mod rbac_prop;
 
 use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster::ClusterDiscoveryType};

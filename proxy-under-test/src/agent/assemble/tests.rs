@@ -94,6 +94,7 @@ fn routers_and_splitters_are_followed_to_a_resolver() {
         bind: "127.0.0.1:1".parse().unwrap(),
         protocol: None,
         config: serde_json::Map::new(),
+        query: false,
     };
     let (targets, timeout) = targets_for(&spec, Some(&broken), "dc1");
     assert_eq!(
@@ -121,6 +122,8 @@ fn upstreams_are_validated() {
         got,
         [
             ("cache".into(), String::new(), "127.0.0.1:9191".into()),
+            // A prepared query is served (executed and re-polled), not skipped.
+            ("q".into(), String::new(), "127.0.0.1:9192".into()),
             (
                 "sock".into(),
                 String::new(),
@@ -128,6 +131,10 @@ fn upstreams_are_validated() {
             ),
             ("other".into(), "dc2".into(), "127.0.0.2:9193".into())
         ]
+    );
+    assert_eq!(
+        specs.iter().map(|s| s.query).collect::<Vec<_>>(),
+        [false, true, false, false]
     );
 }
 
@@ -278,4 +285,28 @@ fn transparent_snapshot_carries_listener_virtual_ips_and_dialed_directly() {
         p.mode = "direct".into();
     }
     assert!(st.snapshot().unwrap().transparent.is_none());
+}
+
+#[test]
+fn prepared_query_poll_interval_comes_from_proxy_config() {
+    let cfg = |v: serde_json::Value| v.as_object().unwrap().clone();
+    assert_eq!(query_poll_interval(&cfg(json!({}))), DEFAULT_QUERY_POLL);
+    assert_eq!(
+        DEFAULT_QUERY_POLL,
+        Duration::from_secs(30),
+        "Consul's proxycfg default"
+    );
+    assert_eq!(
+        query_poll_interval(&cfg(json!({"prepared_query_poll_interval_ms": 500}))),
+        Duration::from_millis(500)
+    );
+    assert_eq!(
+        query_poll_interval(&cfg(json!({"prepared_query_poll_interval_ms": "750"}))),
+        Duration::from_millis(750)
+    );
+    assert_eq!(
+        query_poll_interval(&cfg(json!({"prepared_query_poll_interval_ms": 0}))),
+        DEFAULT_QUERY_POLL,
+        "zero would be a tight loop"
+    );
 }

@@ -243,3 +243,51 @@ async fn denied_paths_cannot_be_spelled_around_and_the_app_sees_the_normalized_p
     let (s, _) = send("/public/a%00b").await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
 }
+
+/// A caller that completes mTLS and sends half a request head is closed once
+/// `request_headers_timeout_ms` passes; a complete request on the same listener is unaffected.
+#[tokio::test]
+async fn half_a_request_head_cannot_hold_the_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ca = TestCa::new("Consul CA 1");
+    let app = http_app().await;
+    let knobs = Knobs {
+        protocol: Protocol::Http,
+        request_headers_timeout: std::time::Duration::from_millis(300),
+        ..Knobs::default()
+    };
+    let snap = snapshot(
+        &ca,
+        app,
+        vec![Intention::l7("web", "db", allow_public_only())],
+        DefaultPolicy::DENY,
+        knobs,
+        vec![],
+    );
+    let (_tx, rx) = watch::channel(Some(Arc::new(snap)));
+    let dp = DataPlane::new(rx).start().await.unwrap();
+    let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
+    let mut tls = connect(dp.inbound_addr(), cfg).await.unwrap();
+    tls.write_all(b"GET /public/index HTTP/1.1\r\nhost: db\r\nx-slow: ")
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut buf = Vec::new();
+    // Generous deadline: the close must come from the proxy's timer, not from this one.
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        tls.read_to_end(&mut buf),
+    )
+    .await;
+    assert!(read.is_ok(), "the connection is still held after 20 s");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(250),
+        "closed before the timeout: {:?}",
+        started.elapsed()
+    );
+    let (_tx2, _dp2, mut sender) = public_only_db().await;
+    assert_eq!(
+        send(&mut sender, "GET", "/public/index", &[]).await.0,
+        StatusCode::OK
+    );
+}
