@@ -213,7 +213,7 @@ pub enum Sabotage {
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 59] = [
+    pub const ALL: [Self; 61] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,

@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 59] = [
+const CATALOGUE: [&str; 61] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
