@@ -51,9 +51,6 @@ pub(crate) async fn serve<S>(
     let Some(first) = shared.current() else {
         return;
     };
-    let h2 = first
-        .upstream_at(&name, &bind)
-        .is_some_and(|u| u.protocol.is_h2());
     let pinned = first.hooks.pin_routes().then(|| first.clone());
     let ctx = Arc::new(Ctx {
         shared: shared.clone(),
@@ -73,7 +70,7 @@ pub(crate) async fn serve<S>(
     builder.http1().keep_alive(true);
     let conn = builder.serve_connection(io, svc);
     tokio::select! {
-        res = conn => if let Err(e) = res { tracing::debug!(error = %e, h2, "upstream HTTP connection ended") },
+        res = conn => if let Err(e) = res { tracing::debug!(error = %e, "upstream HTTP connection ended") },
         () = flag_set(&mut kill) => {}
     }
 }
