@@ -21,10 +21,12 @@ docker=${DOCKER:-docker}
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(proxy agent-sim envoy)
 
+# Cargo's output directory: CARGO_TARGET_DIR when set, as cargo itself does.
+target_dir=${CARGO_TARGET_DIR:-target}
 case "$profile" in
-  release) outdir=target/release ;;
-  dev) outdir=target/debug ;;
-  *) outdir=target/$profile ;;
+  release) outdir=$target_dir/release ;;
+  dev) outdir=$target_dir/debug ;;
+  *) outdir=$target_dir/$profile ;;
 esac
 
 timeout 10 "$docker" version --format '{{.Server.Version}}' >/dev/null 2>&1 || {
