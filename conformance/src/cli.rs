@@ -125,7 +125,7 @@ pub struct RunArgs {
     /// A declared bound, e.g. reauthorize_ms=1000 (repeatable).
     #[arg(long, value_name = "NAME=MS")]
     pub bound: Vec<String>,
-    /// Claimed profiles, comma-separated (core, l7, extended, transparent, l7-traffic); default: every
+    /// Claimed profiles, comma-separated (core, l7, extended, transparent, l7-traffic, security); default: every
     /// profile run. Transparent scenarios need root, `ip` and `iptables` (else not supported).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub profile: Vec<String>,
@@ -386,8 +386,9 @@ pub(crate) fn parse_profile(name: &str) -> Result<scenarios::Profile, Error> {
         "extended" => Ok(scenarios::Profile::Extended),
         "transparent" => Ok(scenarios::Profile::Transparent),
         "l7-traffic" => Ok(scenarios::Profile::L7Traffic),
+        "security" => Ok(scenarios::Profile::Security),
         other => Err(Error::Usage(format!(
-            "unknown profile {other:?}: expected core, l7, extended, transparent or l7-traffic"
+            "unknown profile {other:?}: expected core, l7, extended, transparent, l7-traffic or security"
         ))),
     }
 }

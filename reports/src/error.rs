@@ -33,7 +33,9 @@ pub enum ReportError {
     #[error("report does not match schema {SCHEMA_VERSION} at `{path}`: {message}")]
     InvalidReport { path: String, message: String },
     /// A profile name that is not one of the four.
-    #[error("unknown profile {name:?}: expected one of core, l7, extended, transparent")]
+    #[error(
+        "unknown profile {name:?}: expected one of core, l7, extended, transparent, l7-traffic, security"
+    )]
     UnknownProfile { name: String },
     /// Writing a rendering to disk failed.
     #[error("cannot {action} {}: {source}", path.display())]

@@ -1,5 +1,5 @@
 //! The embedded catalogue: every scenario file under `catalogue/`, compiled into the crate, in
-//! profile order (core, l7, extended, transparent, l7-traffic) then by id.
+//! profile order (core, l7, extended, transparent, l7-traffic, security) then by id.
 
 use crate::model::Scenario;
 use crate::parse::parse;
@@ -139,18 +139,6 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/l7/l7-path-method-header.toml"),
     ),
     (
-        "catalogue/l7/l7-path-normalization.toml",
-        include_str!("../catalogue/l7/l7-path-normalization.toml"),
-    ),
-    (
-        "catalogue/l7/mesh-request-normalization.toml",
-        include_str!("../catalogue/l7/mesh-request-normalization.toml"),
-    ),
-    (
-        "catalogue/l7/mesh-xfcc.toml",
-        include_str!("../catalogue/l7/mesh-xfcc.toml"),
-    ),
-    (
         "catalogue/extended/acl-token-file.toml",
         include_str!("../catalogue/extended/acl-token-file.toml"),
     ),
@@ -197,10 +185,6 @@ const FILES: &[(&str, &str)] = &[
     (
         "catalogue/extended/l4-only-chain.toml",
         include_str!("../catalogue/extended/l4-only-chain.toml"),
-    ),
-    (
-        "catalogue/extended/mesh-tls-versions.toml",
-        include_str!("../catalogue/extended/mesh-tls-versions.toml"),
     ),
     (
         "catalogue/extended/prepared-query-upstream.toml",
@@ -285,6 +269,22 @@ const FILES: &[(&str, &str)] = &[
     (
         "catalogue/l7-traffic/traffic-timeouts.toml",
         include_str!("../catalogue/l7-traffic/traffic-timeouts.toml"),
+    ),
+    (
+        "catalogue/security/l7-path-normalization.toml",
+        include_str!("../catalogue/security/l7-path-normalization.toml"),
+    ),
+    (
+        "catalogue/security/mesh-request-normalization.toml",
+        include_str!("../catalogue/security/mesh-request-normalization.toml"),
+    ),
+    (
+        "catalogue/security/mesh-tls-versions.toml",
+        include_str!("../catalogue/security/mesh-tls-versions.toml"),
+    ),
+    (
+        "catalogue/security/mesh-xfcc.toml",
+        include_str!("../catalogue/security/mesh-xfcc.toml"),
     ),
 ];
 

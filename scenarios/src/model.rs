@@ -68,6 +68,9 @@ pub enum Profile {
     /// Outbound L7 traffic management per the discovery chain: routes, splits, subsets,
     /// retries, timeouts, header manipulation, load balancing, passive health, limits.
     L7Traffic,
+    /// Mesh security: request normalization against L7 intentions, the `mesh` entry's TLS
+    /// bounds, XFCC and permissive mTLS, JWT requirements in intentions.
+    Security,
 }
 
 /// A property-based scenario's generator.

@@ -81,5 +81,6 @@ pub(super) fn report_profile(p: Profile) -> reports::Profile {
         Profile::Extended => reports::Profile::Extended,
         Profile::Transparent => reports::Profile::Transparent,
         Profile::L7Traffic => reports::Profile::L7Traffic,
+        Profile::Security => reports::Profile::Security,
     }
 }

@@ -19,6 +19,7 @@ pub(super) fn print_list(plan: &[(Scenario, bool)]) {
             Profile::Extended => "extended",
             Profile::Transparent => "transparent",
             Profile::L7Traffic => "l7-traffic",
+            Profile::Security => "security",
         };
         let skip = if *skipped { "  (skipped)" } else { "" };
         outln!("{:<34} {:<11} {}{skip}", s.id, p, s.features.join(","));

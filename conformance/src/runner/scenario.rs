@@ -113,6 +113,7 @@ fn profile(p: scenarios::Profile) -> reports::Profile {
         scenarios::Profile::Extended => reports::Profile::Extended,
         scenarios::Profile::Transparent => reports::Profile::Transparent,
         scenarios::Profile::L7Traffic => reports::Profile::L7Traffic,
+        scenarios::Profile::Security => reports::Profile::Security,
     }
 }
 

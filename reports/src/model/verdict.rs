@@ -42,6 +42,7 @@ pub enum Profile {
     Extended,
     Transparent,
     L7Traffic,
+    Security,
 }
 
 /// RFC 2119 level of a check: a failed `Should` only makes the scenario non-strict.
@@ -148,15 +149,16 @@ impl fmt::Display for Verdict {
 
 impl Profile {
     /// Every profile, in report order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Core,
         Self::L7,
         Self::Extended,
         Self::Transparent,
         Self::L7Traffic,
+        Self::Security,
     ];
 
-    /// The stable kebab-case name (`core`, `l7`, `extended`, `transparent`, `l7-traffic`).
+    /// The stable kebab-case name (`core`, `l7`, `extended`, `transparent`, `l7-traffic`, `security`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Core => "core",
@@ -164,6 +166,7 @@ impl Profile {
             Self::Extended => "extended",
             Self::Transparent => "transparent",
             Self::L7Traffic => "l7-traffic",
+            Self::Security => "security",
         }
     }
 }

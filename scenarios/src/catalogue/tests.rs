@@ -53,9 +53,6 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "l7-grpc-method",
             "l7-http2-multiplexed-change",
             "l7-grpc-upstream",
-            "l7-path-normalization",
-            "mesh-request-normalization",
-            "mesh-xfcc",
         ],
     ),
     (
@@ -73,7 +70,6 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "inbound-local-request-timeout",
             "token-without-intentions-read",
             "authorize-cert-serial",
-            "mesh-tls-versions",
             "ca-without-spiffe-san",
             "agent-tls",
         ],
@@ -107,6 +103,15 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "traffic-timeouts",
         ],
     ),
+    (
+        "security",
+        &[
+            "l7-path-normalization",
+            "mesh-request-normalization",
+            "mesh-xfcc",
+            "mesh-tls-versions",
+        ],
+    ),
 ];
 
 fn profile_name(p: Profile) -> &'static str {
@@ -116,6 +121,7 @@ fn profile_name(p: Profile) -> &'static str {
         Profile::Extended => "extended",
         Profile::Transparent => "transparent",
         Profile::L7Traffic => "l7-traffic",
+        Profile::Security => "security",
     }
 }
 

@@ -13,6 +13,7 @@ fn scenario(id: &str, profile: Profile) -> Scenario {
                 Profile::Extended => "extended",
                 Profile::Transparent => "transparent",
                 Profile::L7Traffic => "l7-traffic",
+                Profile::Security => "security",
             }
         ),
     )
