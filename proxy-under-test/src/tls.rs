@@ -5,6 +5,7 @@
 //! SEC1, PKCS#1 or PKCS#8) loads.
 
 mod bounds;
+mod chain_cache;
 mod keys;
 pub(crate) mod verify;
 
@@ -24,9 +25,10 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::mesh::TlsBounds;
 
+pub use self::chain_cache::ChainCache;
 pub use self::keys::KeyKind;
 pub use self::verify::ExpectedServer;
-use self::verify::{FixedCert, SpiffeServerVerifier, WithIntermediates};
+use self::verify::{Cached, FixedCert, SpiffeServerVerifier, WithIntermediates};
 
 /// Errors building TLS material.
 #[derive(Debug, thiserror::Error)]
@@ -138,6 +140,9 @@ pub struct TrustRoots {
     pub intermediates: Arc<Vec<CertificateDer<'static>>>,
     /// The cluster's trust domain (`<cluster id>.consul`), if known.
     pub trust_domain: String,
+    /// Chains already verified against these roots and intermediates (shared by clones; new
+    /// roots or intermediates start empty).
+    pub(crate) verified: Arc<ChainCache>,
 }
 
 impl TrustRoots {
@@ -175,6 +180,7 @@ impl TrustRoots {
             store: Arc::new(store),
             intermediates: Arc::default(),
             trust_domain: trust_domain.to_ascii_lowercase(),
+            verified: Arc::default(),
         })
     }
 
@@ -196,6 +202,7 @@ impl TrustRoots {
     /// The same roots with `ders` as extra intermediates.
     pub fn with_intermediates(mut self, ders: Vec<CertificateDer<'static>>) -> Self {
         self.intermediates = Arc::new(ders);
+        self.verified = Arc::default();
         self
     }
 }
@@ -231,6 +238,7 @@ pub fn inbound_bounded(
     } else {
         Arc::new(WithIntermediates::new(webpki, roots.intermediates.clone()))
     };
+    let verifier: Arc<dyn ClientCertVerifier> = Arc::new(Cached::new(verifier, roots));
     let (bounded_provider, versions) = bounds::bounded(provider(), bounds);
     let mut config = ServerConfig::builder_with_provider(bounded_provider)
         .with_protocol_versions(&versions)?
@@ -264,7 +272,8 @@ pub fn outbound_bounded(
     bounds: &TlsBounds,
 ) -> Result<Arc<ClientConfig>, TlsError> {
     let verifier = SpiffeServerVerifier::new(roots.store.clone(), expected)
-        .with_intermediates(roots.intermediates.clone());
+        .with_intermediates(roots.intermediates.clone())
+        .with_cache(roots.verified.clone());
     let (bounded_provider, versions) = bounds::bounded(provider(), bounds);
     let mut config = ClientConfig::builder_with_provider(bounded_provider)
         .with_protocol_versions(&versions)?

@@ -12,6 +12,7 @@ use rustls::sign::CertifiedKey;
 use rustls::{CertificateError, Error, RootCertStore, SignatureScheme};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
+use super::chain_cache::{ChainCache, Usage};
 use super::provider;
 use crate::spiffe::{SpiffeError, parse_service_uri, uri_sans};
 
@@ -161,6 +162,7 @@ pub(crate) struct SpiffeServerVerifier {
     roots: Arc<RootCertStore>,
     intermediates: Arc<Vec<CertificateDer<'static>>>,
     expected: ExpectedServer,
+    verified: Arc<ChainCache>,
 }
 
 impl SpiffeServerVerifier {
@@ -169,7 +171,14 @@ impl SpiffeServerVerifier {
             roots,
             intermediates: Arc::default(),
             expected,
+            verified: Arc::default(),
         }
+    }
+
+    /// Remembers verified chains in `cache` (the roots' own: [`TrustRoots`](super::TrustRoots)).
+    pub(crate) fn with_cache(mut self, cache: Arc<ChainCache>) -> Self {
+        self.verified = cache;
+        self
     }
 
     /// Also chains through `extra` (the roots' `IntermediateCerts`).
@@ -216,6 +225,52 @@ impl ClientCertVerifier for WithIntermediates {
     }
 }
 
+/// A client verifier whose chain checks are remembered in the roots' [`ChainCache`]; the
+/// handshake signatures are always checked by the wrapped verifier.
+#[derive(Debug)]
+pub(crate) struct Cached {
+    inner: Arc<dyn ClientCertVerifier>,
+    extra: Arc<Vec<CertificateDer<'static>>>,
+    verified: Arc<ChainCache>,
+}
+
+impl Cached {
+    /// `inner` (which chains to `roots`, with their intermediates) with `roots`'s cache.
+    pub(crate) fn new(inner: Arc<dyn ClientCertVerifier>, roots: &super::TrustRoots) -> Self {
+        Self {
+            inner,
+            extra: roots.intermediates.clone(),
+            verified: roots.verified.clone(),
+        }
+    }
+}
+
+impl ClientCertVerifier for Cached {
+    crate::tls::verify::delegate_client_auth!(inner);
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, Error> {
+        let check = || {
+            self.inner
+                .verify_client_cert(end_entity, intermediates, now)
+                .map(|_| ())
+        };
+        let extra = self.extra.as_slice();
+        (self.verified).verify(Usage::Client, end_entity, intermediates, extra, now, check)?;
+        Ok(ClientCertVerified::assertion())
+    }
+
+    crate::tls::verify::verify_signatures!(inner);
+
+    fn requires_raw_public_keys(&self) -> bool {
+        self.inner.requires_raw_public_keys()
+    }
+}
+
 fn other(msg: String) -> Error {
     Error::General(msg)
 }
@@ -229,14 +284,19 @@ impl ServerCertVerifier for SpiffeServerVerifier {
         _ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, Error> {
-        let parsed = ParsedCertificate::try_from(end_entity)?;
-        verify_server_cert_signed_by_trust_anchor(
-            &parsed,
-            &self.roots,
-            &candidates(intermediates, &self.intermediates),
-            now,
-            provider().signature_verification_algorithms.all,
-        )?;
+        let extra = self.intermediates.as_slice();
+        let check = || {
+            let parsed = ParsedCertificate::try_from(end_entity)?;
+            verify_server_cert_signed_by_trust_anchor(
+                &parsed,
+                &self.roots,
+                &candidates(intermediates, extra),
+                now,
+                provider().signature_verification_algorithms.all,
+            )
+        };
+        let usage = Usage::Server;
+        (self.verified).verify(usage, end_entity, intermediates, extra, now, check)?;
         let uris = uri_sans(end_entity).map_err(|e: SpiffeError| other(e.to_string()))?;
         match uris.first() {
             Some(uri) if self.expected.matches_uri(uri) => Ok(ServerCertVerified::assertion()),
