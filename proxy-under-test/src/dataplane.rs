@@ -12,6 +12,7 @@ mod outbound;
 mod resolve;
 pub(crate) mod transparent;
 mod unix;
+mod workers;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -26,6 +27,7 @@ use tokio::task::JoinHandle;
 
 use self::listen::UpstreamListener;
 pub use self::unix::UnixBindError;
+pub use self::workers::Workers;
 use crate::metrics::Metrics;
 use crate::seam::Hooks;
 use crate::snapshot::{Bind, Snapshot};
@@ -87,6 +89,7 @@ pub struct DataPlane {
     snapshots: SnapshotRx,
     metrics: Arc<Metrics>,
     original_dst: transparent::OriginalDstFn,
+    workers: Option<Arc<Workers>>,
 }
 
 /// State shared by every listener and connection task.
@@ -107,6 +110,8 @@ pub(crate) struct Shared {
     /// Per upstream counters of the L7 outbound path.
     l7_states: Mutex<std::collections::HashMap<String, Arc<outbound::l7::state::UpstreamState>>>,
     inbound_tls: Mutex<Option<(Arc<Snapshot>, InboundTls)>>,
+    /// Where accepted TCP connections run ([`workers`]); `None`: on the starting runtime.
+    pub(crate) workers: Option<Arc<Workers>>,
 }
 
 /// Resolves once the flag is `true` (or its sender is gone).
@@ -205,7 +210,15 @@ impl DataPlane {
             snapshots,
             metrics: Metrics::new(),
             original_dst: transparent::original_dst::lookup,
+            workers: None,
         }
+    }
+
+    /// Runs accepted TCP connections on `workers` (see [`Workers`]) instead of the runtime that
+    /// starts the data plane.
+    pub fn with_workers(mut self, workers: Arc<Workers>) -> Self {
+        self.workers = Some(workers);
+        self
     }
 
     /// Test seam: reads the original destination of transparent connections with `lookup`
@@ -272,6 +285,7 @@ impl DataPlane {
             l7_pool: outbound::l7::pool::Pool::default(),
             l7_states: Mutex::default(),
             inbound_tls: Mutex::new(None),
+            workers: self.workers.clone(),
         });
         tracing::info!(%inbound_addr, service = %first.service, "public listener bound");
         let mut tasks = vec![tokio::spawn(inbound::accept_loop(inbound, shared.clone()))];

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::agent::blocking::Backoff;
 use crate::agent::types::AgentService;
 use crate::agent::{AgentClient, AgentError, ControlPlane, Timing};
-use crate::dataplane::{DataPlane, DataPlaneError, RunningDataPlane};
+use crate::dataplane::{DataPlane, DataPlaneError, RunningDataPlane, Workers};
 use crate::metrics::{self, Metrics};
 
 /// Errors that stop the proxy.
@@ -59,6 +59,7 @@ pub struct Proxy {
     timing: Timing,
     metrics: Arc<Metrics>,
     original_dst: Option<fn(&tokio::net::TcpStream) -> std::io::Result<SocketAddr>>,
+    workers: Option<Arc<Workers>>,
 }
 
 /// A started proxy.
@@ -80,7 +81,15 @@ impl Proxy {
             timing: Timing::default(),
             metrics: Metrics::new(),
             original_dst: None,
+            workers: None,
         }
+    }
+
+    /// Runs accepted TCP connections on `workers` (see [`Workers`]); without them, on the
+    /// runtime that starts the proxy.
+    pub fn with_workers(mut self, workers: Arc<Workers>) -> Self {
+        self.workers = Some(workers);
+        self
     }
 
     /// Test seam: see [`DataPlane::with_original_dst`] (transparent mode without iptables).
@@ -153,6 +162,9 @@ impl Proxy {
         let mut data = DataPlane::new(control.snapshots()).with_metrics(self.metrics.clone());
         if let Some(lookup) = self.original_dst {
             data = data.with_original_dst(lookup);
+        }
+        if let Some(workers) = self.workers.clone() {
+            data = data.with_workers(workers);
         }
         let data = data.start().await?;
         let bind = control

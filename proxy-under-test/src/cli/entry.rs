@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::future::Future;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::EnvFilter;
@@ -13,6 +14,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 use super::{Cli, CliError, Env, Target, normalize_args, pick_sidecar};
 use crate::agent::{AgentClient, AgentError};
+use crate::dataplane::Workers;
 use crate::proxy::{Proxy, ProxyError};
 use crate::seam::{ClientHooks, HookSet};
 
@@ -38,6 +40,9 @@ pub enum RunError {
     /// The proxy could not start.
     #[error(transparent)]
     Proxy(#[from] ProxyError),
+    /// The connection worker threads could not start.
+    #[error("cannot start the connection workers: {0}")]
+    Workers(std::io::Error),
 }
 
 /// Parses `args` (program name first, like `std::env::args`), accepting Go-style single-dash
@@ -103,7 +108,16 @@ pub async fn run(
             pick_sidecar(&services, &s)?
         }
     };
-    Proxy::new(client, proxy_id).run(shutdown).await?;
+    let mut proxy = Proxy::new(client, proxy_id);
+    let workers = match invocation.cli.workers {
+        Some(0) => None,
+        Some(n) => Some(Workers::start(n)),
+        None => Some(Workers::per_core()),
+    };
+    if let Some(workers) = workers {
+        proxy = proxy.with_workers(Arc::new(workers.map_err(RunError::Workers)?));
+    }
+    proxy.run(shutdown).await?;
     Ok(())
 }
 

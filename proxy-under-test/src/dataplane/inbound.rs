@@ -68,9 +68,9 @@ pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             return;
         };
         let _ = tcp.set_nodelay(true);
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            handle(tcp, addr, shared).await;
+        let conn_shared = shared.clone();
+        super::workers::spawn_tcp(&shared, tcp, move |tcp| async move {
+            handle(tcp, addr, conn_shared).await;
             drop(slot);
         });
     })

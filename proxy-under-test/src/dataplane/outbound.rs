@@ -119,13 +119,10 @@ pub(crate) async fn accept_loop(
         accept,
         |(tcp, peer): (TcpStream, SocketAddr)| {
             let _ = tcp.set_nodelay(true);
-            tokio::spawn(handle(
-                tcp,
-                name.clone(),
-                bind.clone(),
-                shared.clone(),
-                Some(peer),
-            ));
+            let (name, bind, conn_shared) = (name.clone(), bind.clone(), shared.clone());
+            super::workers::spawn_tcp(&shared, tcp, move |tcp| {
+                handle(tcp, name, bind, conn_shared, Some(peer))
+            });
         },
     )
     .await;

@@ -2,6 +2,7 @@
 //! off, L4 intentions, re-authorization of open connections, lifetime, fail-closed start.
 
 mod limits;
+mod workers;
 
 use std::sync::Arc;
 use std::time::Duration;
