@@ -1,6 +1,7 @@
 //! Control plane: the agent HTTP client and one task per blocking watch (registration by hash;
-//! leaf, roots, intentions, discovery chains and endpoints by index; the default policy from
-//! agent/self), merged into immutable [`Snapshot`]s published on a `watch` channel. Once data
+//! leaf, roots, intentions, discovery chains and endpoints by index, and in transparent mode the
+//! source intentions and catalog services implicit upstreams come from (`implicit.rs`); the
+//! default policy from agent/self), merged into immutable [`Snapshot`]s published on a `watch` channel. Once data
 //! exists, agent failures never remove it (fail static); before it is complete, nothing is
 //! published (fail closed).
 
