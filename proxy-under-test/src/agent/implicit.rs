@@ -74,10 +74,7 @@ mod tests {
         let ixns = [l4("db", "cache", true), l4("db", "api", false)];
         let catalog = names(&["db", "db-sidecar-proxy", "api", "web", "consul"]);
         // cache is named by an intention only (known to the catalog by its sidecar alone).
-        assert_eq!(
-            implicit_upstreams("db", &ixns, &catalog, false),
-            ["cache"]
-        );
+        assert_eq!(implicit_upstreams("db", &ixns, &catalog, false), ["cache"]);
     }
 
     #[test]

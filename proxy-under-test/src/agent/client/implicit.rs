@@ -19,10 +19,7 @@ impl AgentClient {
         index: u64,
         wait: Duration,
     ) -> Result<Blocking<Vec<Intention>>, AgentError> {
-        let query = vec![
-            ("by", "source".to_owned()),
-            ("name", service.to_owned()),
-        ];
+        let query = vec![("by", "source".to_owned()), ("name", service.to_owned())];
         let got: Blocking<BTreeMap<String, Option<Vec<Intention>>>> = self
             .blocking(
                 Method::GET,
@@ -47,7 +44,14 @@ impl AgentClient {
         wait: Duration,
     ) -> Result<Blocking<Vec<String>>, AgentError> {
         let got: Blocking<BTreeMap<String, serde_json::Value>> = self
-            .blocking(Method::GET, "/v1/catalog/services", vec![], None, index, wait)
+            .blocking(
+                Method::GET,
+                "/v1/catalog/services",
+                vec![],
+                None,
+                index,
+                wait,
+            )
             .await?;
         Ok(Blocking {
             body: got.body.into_keys().collect(),

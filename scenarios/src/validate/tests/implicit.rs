@@ -5,7 +5,8 @@ use super::{bad, expect_step, good};
 
 const TRANSPARENT: &str = "[setup.transparent]\n";
 const IMPLICIT: &str = "[[setup.upstreams]]\nname = \"cache\"\nimplicit = true\n[[setup.instances]]\nid = \"c1\"\nservice = \"cache\"\n";
-const VIP: &str = "{ kind = \"upstream\", upstream = \"cache\", via = \"virtual-ip\", reach = [\"c1\"] }";
+const VIP: &str =
+    "{ kind = \"upstream\", upstream = \"cache\", via = \"virtual-ip\", reach = [\"c1\"] }";
 
 #[test]
 fn an_implicit_upstream_is_a_plain_service_of_a_transparent_proxy() {
@@ -42,7 +43,10 @@ fn only_a_virtual_ip_dial_reaches_an_implicit_upstream() {
     let explicit = IMPLICIT.replace("implicit = true\n", "");
     let (f, m) = bad(&format!("{TRANSPARENT}{explicit}{}", expect_step(VIP)));
     assert_eq!(f, "steps[0].check.upstream");
-    assert!(m.contains("is explicit") && m.contains("implicit = true"), "{m}");
+    assert!(
+        m.contains("is explicit") && m.contains("implicit = true"),
+        "{m}"
+    );
     let (f, m) = bad(&format!(
         "{TRANSPARENT}{explicit}{}",
         expect_step("{ kind = \"no-redirect-loop\" }")

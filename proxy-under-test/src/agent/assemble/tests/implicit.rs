@@ -20,7 +20,11 @@ fn state(mode: &str) -> State {
             Intention::l4("web", "cache", true),
             Intention::l4("web", "queue", false),
         ]),
-        catalog: Some(vec!["web".into(), "queue".into(), "cache-sidecar-proxy".into()]),
+        catalog: Some(vec![
+            "web".into(),
+            "queue".into(),
+            "cache-sidecar-proxy".into(),
+        ]),
         service: Some(
             serde_json::from_value(
                 json!({"Kind":"connect-proxy","ID":"web-sidecar-proxy","Port":21000,
