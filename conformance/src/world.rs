@@ -190,7 +190,9 @@ impl World {
         if let AppBind::Unix(path) = &bind {
             ports.app_socket = Some(path.display().to_string());
         }
-        for u in &setup.upstreams {
+        // An implicit upstream has no local listener (Consul renders it as a filter chain of
+        // the outbound listener only).
+        for u in setup.upstreams.iter().filter(|u| !u.implicit) {
             ports.upstreams.insert(u.name.clone(), ports::free_port()?);
             if u.socket {
                 let path = dir.path().join(format!("{}.sock", u.name));

@@ -1,12 +1,14 @@
 //! Control plane: the agent HTTP client and one task per blocking watch (registration by hash;
-//! leaf, roots, intentions, discovery chains and endpoints by index; the default policy from
-//! agent/self), merged into immutable [`Snapshot`]s published on a `watch` channel. Once data
+//! leaf, roots, intentions, discovery chains and endpoints by index, and in transparent mode the
+//! source intentions and catalog services implicit upstreams come from (`implicit.rs`); the
+//! default policy from agent/self), merged into immutable [`Snapshot`]s published on a `watch` channel. Once data
 //! exists, agent failures never remove it (fail static); before it is complete, nothing is
 //! published (fail closed).
 
 pub(crate) mod assemble;
 pub mod blocking;
 mod client;
+mod implicit;
 pub(crate) mod recovery;
 #[cfg(test)]
 mod tests;
@@ -23,7 +25,6 @@ use tokio::task::JoinHandle;
 
 use self::assemble::{
     ChainKey, HealthKey, QueryKey, State, all_targets, l4_only, query_poll_interval, targets_for,
-    upstream_specs,
 };
 pub(crate) use self::client::seg;
 pub use self::client::{AgentClient, Blocking, REQUEST_TIMEOUT, http_timeout, normalize_addr};
@@ -105,6 +106,10 @@ pub(crate) enum Update {
     Health(HealthKey, Vec<HealthEntry>),
     Query(QueryKey, Box<QueryExecution>),
     Mesh(Option<Box<MeshEntry>>),
+    /// Transparent mode: the intentions with the proxy's service as the source.
+    SourceIntentions(Vec<Intention>),
+    /// Transparent mode: the catalog's service names.
+    CatalogServices(Vec<String>),
 }
 
 /// Aborts its task when dropped.
@@ -151,6 +156,8 @@ impl ControlPlane {
 struct Watches {
     _fixed: Vec<Task>,
     destination: Option<(String, Task, Task)>,
+    /// Transparent mode: the implicit-upstream watches, for this service.
+    implicit: Option<(String, [Task; 2])>,
     chains: BTreeMap<ChainKey, Task>,
     health: BTreeMap<HealthKey, Task>,
     queries: BTreeMap<QueryKey, Task>,
@@ -216,6 +223,7 @@ async fn run(
             ))),
         ],
         destination: None,
+        implicit: None,
         chains: BTreeMap::new(),
         health: BTreeMap::new(),
         queries: BTreeMap::new(),
@@ -310,6 +318,14 @@ fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
         Update::Health(key, entries) => {
             state.health.insert(key, entries);
         }
+        Update::SourceIntentions(list) => {
+            tracing::debug!(count = list.len(), "source intentions loaded");
+            state.source_intentions = Some(list);
+        }
+        Update::CatalogServices(names) => {
+            tracing::debug!(count = names.len(), "catalog services loaded");
+            state.catalog = Some(names);
+        }
         Update::Query(key, exec) => {
             tracing::debug!(query = %key.0, instances = exec.nodes.len(), "prepared query executed");
             state.queries.insert(key, *exec);
@@ -353,9 +369,16 @@ fn reconcile(
                 async move { c.intentions(&d, i, t.wait).await }
             },
         ));
-        w.destination = Some((dest, Task(leaf), Task(ixn)));
+        w.destination = Some((dest.clone(), Task(leaf), Task(ixn)));
     }
-    let (queries, specs): (Vec<_>, Vec<_>) = upstream_specs(svc).into_iter().partition(|s| s.query);
+    // Transparent mode derives upstreams from intentions (Consul's `IntentionUpstreams`).
+    if proxy.mode != "transparent" {
+        w.implicit = None;
+    } else if w.implicit.as_ref().map(|i| &i.0) != Some(&dest) {
+        let tasks = watches::implicit_watches(client, &dest, t, metrics, tx).map(Task);
+        w.implicit = Some((dest, tasks));
+    }
+    let (queries, specs): (Vec<_>, Vec<_>) = state.specs(svc).into_iter().partition(|s| s.query);
     let interval = query_poll_interval(&proxy.config);
     w.queries
         .retain(|k, _| queries.iter().any(|s| &s.query_key() == k));

@@ -78,6 +78,12 @@ pub enum DataPlaneError {
         /// What went wrong (a non-socket in the way, missing directory, OS error).
         source: UnixBindError,
     },
+    /// An implicit upstream (transparent mode) has no local listener to bind.
+    #[error("upstream {name:?} is implicit: it has no local listener (only the outbound one)")]
+    NoListener {
+        /// Upstream destination name.
+        name: String,
+    },
     /// The leaf or roots in the snapshot are unusable.
     #[error("TLS configuration: {0}")]
     Tls(#[from] TlsError),
@@ -263,7 +269,7 @@ impl DataPlane {
                 source,
             })?;
         let mut upstream_listeners = Vec::new();
-        for up in &first.upstreams {
+        for up in first.upstreams.iter().filter(|u| u.bind.has_listener()) {
             let l = UpstreamListener::bind(&up.name, &up.bind).await?;
             upstream_listeners.push((up.name.clone(), up.bind.clone(), l));
         }
@@ -346,7 +352,7 @@ impl RunningDataPlane {
             .filter(|((n, _), _)| n == name)
             .find_map(|(_, a)| match a {
                 Bind::Unix { path, .. } => Some(path.clone()),
-                Bind::Tcp(_) => None,
+                Bind::Tcp(_) | Bind::Implicit => None,
             })
     }
 

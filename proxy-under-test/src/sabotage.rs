@@ -117,6 +117,9 @@ pub enum Sabotage {
     /// `forward-unknown`: transparent connections to unknown destinations go to the first
     /// upstream instead of being refused.
     ForwardUnknown,
+    /// `ignore-implicit-upstreams`: transparent mode serves only the registration's `Upstreams`,
+    /// never the upstreams Consul derives from intentions (a proxy written for explicit mode).
+    IgnoreImplicitUpstreams,
     /// `reject-hostname-endpoints`: endpoints whose address is a host name rather than an IP
     /// literal are dropped from the snapshot (a proxy that only parses IPs).
     RejectHostnameEndpoints,
@@ -213,7 +216,7 @@ pub enum Sabotage {
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 61] = [
+    pub const ALL: [Self; 62] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -243,6 +246,7 @@ impl Sabotage {
         Self::IgnoreTokenFile,
         Self::IgnoreOriginalDst,
         Self::ForwardUnknown,
+        Self::IgnoreImplicitUpstreams,
         Self::RejectHostnameEndpoints,
         Self::IgnoreAppSocket,
         Self::DropOnChange,
@@ -309,6 +313,7 @@ impl Sabotage {
             Self::IgnoreTokenFile => "ignore-token-file",
             Self::IgnoreOriginalDst => "ignore-original-dst",
             Self::ForwardUnknown => "forward-unknown",
+            Self::IgnoreImplicitUpstreams => "ignore-implicit-upstreams",
             Self::RejectHostnameEndpoints => "reject-hostname-endpoints",
             Self::IgnoreAppSocket => "ignore-app-socket",
             Self::DropOnChange => "drop-on-change",

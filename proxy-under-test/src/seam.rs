@@ -166,6 +166,12 @@ impl Hooks {
         app
     }
 
+    /// The implicit upstreams a transparent proxy serves: `names`, all of them.
+    #[inline]
+    pub(crate) fn implicit_upstreams(&self, names: Vec<String>) -> Vec<String> {
+        names
+    }
+
     /// The endpoints a target keeps: all of them.
     #[inline]
     pub(crate) fn endpoints(&self, endpoints: Vec<Endpoint>) -> Vec<Endpoint> {

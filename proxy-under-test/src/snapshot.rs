@@ -63,13 +63,15 @@ pub struct Transparent {
     pub outbound: SocketAddr,
 }
 
-/// One upstream: a local listener and the targets behind it, in failover order.
+/// One upstream: a local listener (none for an implicit one) and the targets behind it, in
+/// failover order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upstream {
     /// The upstream's destination name as registered (`DestinationName`).
     pub name: String,
     /// Local listener: `LocalBindAddress:LocalBindPort`, or the unix socket
-    /// `LocalBindSocketPath` (with `LocalBindSocketMode`) when the upstream has no port.
+    /// `LocalBindSocketPath` (with `LocalBindSocketMode`) when the upstream has no port;
+    /// [`Bind::Implicit`] for a transparent proxy's upstream from intentions.
     pub bind: Bind,
     /// Dial + handshake timeout per endpoint attempt.
     pub connect_timeout: Duration,
@@ -174,6 +176,9 @@ pub enum Bind {
         /// Permission bits (`<= 0o777`) set on the socket file right after binding.
         mode: Option<u32>,
     },
+    /// No local listener: an implicit upstream of a transparent proxy (derived from intentions,
+    /// not in the registration), reached only through the outbound listener by virtual IP.
+    Implicit,
 }
 
 impl Bind {
@@ -181,8 +186,13 @@ impl Bind {
     pub fn tcp(&self) -> Option<SocketAddr> {
         match self {
             Self::Tcp(addr) => Some(*addr),
-            Self::Unix { .. } => None,
+            Self::Unix { .. } | Self::Implicit => None,
         }
+    }
+
+    /// Whether the upstream has a local listener of its own.
+    pub fn has_listener(&self) -> bool {
+        !matches!(self, Self::Implicit)
     }
 }
 
@@ -216,6 +226,7 @@ impl fmt::Display for Bind {
                 path,
                 mode: Some(mode),
             } => write!(f, "unix:{} (mode {mode:04o})", path.display()),
+            Self::Implicit => f.write_str("implicit (outbound listener only)"),
         }
     }
 }

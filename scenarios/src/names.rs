@@ -67,6 +67,7 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "ignore-token-file",
     "ignore-original-dst",
     "forward-unknown",
+    "ignore-implicit-upstreams",
     "reject-hostname-endpoints",
     "ignore-app-socket",
     "drop-on-change",

@@ -1,6 +1,7 @@
 //! Plays the agent side of a scenario (`scenarios` model) on a simulated agent: the setup
-//! (service-defaults, config entries, intentions, the `db` registration with its sidecar, the
-//! upstream instances' catalog registrations) and the agent-side steps of the timeline
+//! (service-defaults, config entries, intentions (with `db -> <name>` allow for each implicit
+//! upstream), the `db` registration with its sidecar, the upstream instances' catalog
+//! registrations) and the agent-side steps of the timeline
 //! (intentions, config entries, CA rotation, faults, index reset, restart, health, instances,
 //! re-registration with another upstream). Harness-side steps (probes, marks, idling) are not
 //! played here: `apply_step` answers `None` for them.
@@ -83,7 +84,7 @@ impl Play {
             upstreams: setup
                 .upstreams
                 .iter()
-                .filter(|u| u.initial)
+                .filter(|u| u.initial && !u.implicit)
                 .map(|u| u.name.clone())
                 .collect(),
             instances: setup.instances.clone(),
@@ -110,6 +111,17 @@ impl Play {
         &self.upstreams
     }
 
+    /// Transparent mode's implicit upstreams (`implicit = true`), in setup order: not in the
+    /// registration, reached through the intention `db -> <name>` the setup writes.
+    pub fn implicit_upstreams(&self) -> Vec<String> {
+        self.setup
+            .upstreams
+            .iter()
+            .filter(|u| u.implicit)
+            .map(|u| u.name.clone())
+            .collect()
+    }
+
     /// Writes the whole setup: `service-defaults` for the protocol, config entries, intentions,
     /// the `db` registration with its sidecar, and every instance's catalog registration.
     pub fn apply_setup(&mut self, control: &Control) -> Result<(), PlayError> {
@@ -125,6 +137,17 @@ impl Play {
         }
         for i in &self.setup.intentions {
             put_intention(control, i)?;
+        }
+        // What makes an upstream implicit in Consul: an intention with db as the source
+        // (`IntentionUpstreams`), and no entry in the registration's `Upstreams`.
+        for name in self.implicit_upstreams() {
+            let allow = scenarios::IntentionSpec {
+                source: SERVICE.to_owned(),
+                destination: name,
+                action: Some(Policy::Allow),
+                permissions: None,
+            };
+            put_intention(control, &allow)?;
         }
         self.register(control)?;
         for spec in self.instances.clone() {

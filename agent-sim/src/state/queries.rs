@@ -73,15 +73,20 @@ pub(crate) fn chain_entries(config: &ConfigEntries) -> ChainEntries {
 }
 
 /// Consul's intention upstreams (`IntentionTopology`, upstream direction): every typical
-/// service other than `source` itself that `source` may reach by its intentions or the
-/// default; an L7 intention counts as reachable (its permissions decide per request).
+/// service, and every service with a virtual IP (a mesh service known only by its sidecars or
+/// its chain entries: `servicesVirtualIPsTxn`), other than `source` itself and `consul`, that
+/// `source` may reach by its intentions or the default; an L7 intention counts as reachable
+/// (its permissions decide per request).
 pub(crate) fn intention_upstreams(st: &State, source: &str, default_allow: bool) -> Vec<String> {
     let by_source = intention::matching(&st.config, MatchBy::Source, source);
-    let names: BTreeSet<&str> = st
+    let typical = st
         .services
         .values()
-        .filter(|s| s.kind == ServiceKind::Typical && s.service != source && s.service != "consul")
-        .map(|s| s.service.as_str())
+        .filter(|s| s.kind == ServiceKind::Typical)
+        .map(|s| s.service.as_str());
+    let names: BTreeSet<&str> = typical
+        .chain(st.virtual_ips.keys().map(String::as_str))
+        .filter(|s| *s != source && *s != "consul")
         .collect();
     names
         .into_iter()

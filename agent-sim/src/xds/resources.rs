@@ -13,8 +13,10 @@
 //! - With SDS only the public listener names `connect-leaf` / `connect-root` (`secrets.go`);
 //!   upstream clusters keep the leaf inline.
 //!
-//! - Transparent mode: only upstreams without a port or socket (intention upstreams) get an
-//!   outbound filter chain; explicit ones keep their own listener.
+//! - Transparent mode: only upstreams without a port or socket (intention upstreams: every
+//!   typical or virtual-IP service db may reach, `IntentionTopology`) get an outbound filter
+//!   chain, sorted by address; explicit ones keep their own listener. The mesh entry's
+//!   `TransparentProxy.MeshDestinationsOnly` removes the catch-all `original-destination` chain.
 //!
 //! - Discovery-chain upstreams carry what Consul renders for L7 traffic management: subset
 //!   clusters named by SNI whose EDS holds only the instances matching the subset filter,
@@ -26,8 +28,7 @@
 //!   `Connect: true`, and a `prepared_query:<query>` listener. Consul's proxycfg re-executes the
 //!   query every 30 s; the sim rebuilds on every store change, so Envoy sees a change at once.
 //!
-//! Not modelled: the virtual DNS listener, the mesh config entry (`MeshDestinationsOnly`),
-//! peered and sameness-group intention sources, expose paths, escape
+//! Not modelled: the virtual DNS listener, peered and sameness-group intention sources, expose paths, escape
 //! hatches.
 
 mod cluster_policy;

@@ -193,6 +193,19 @@ impl Exec<'_> {
     /// References a check makes must exist (a scenario bug otherwise, not a proxy failure).
     fn validate(&self, check: &Check) -> Result<(), Error> {
         match check {
+            Check::Upstream {
+                upstream,
+                via: scenarios::UpstreamVia::VirtualIp,
+                ..
+            } if !self.world.play.implicit_upstreams().contains(upstream) => {
+                return Err(Error::Step(format!(
+                    "upstream {upstream:?} is not an implicit upstream of the setup"
+                )));
+            }
+            Check::Upstream {
+                via: scenarios::UpstreamVia::VirtualIp,
+                ..
+            } => {}
             Check::Upstream { upstream, .. }
             | Check::UpstreamRefused { upstream }
             | Check::ListenerOpen { upstream }

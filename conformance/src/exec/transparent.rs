@@ -84,11 +84,12 @@ impl Exec<'_> {
         }
     }
 
-    /// Holds one captured connection (to the first upstream's virtual IP) and watches the pod's
-    /// TCP table for the outbound listener's accepted connections until it is answered.
+    /// Holds one captured connection (to the first implicit upstream's virtual IP) and watches
+    /// the pod's TCP table for the outbound listener's accepted connections until it is
+    /// answered.
     pub(super) async fn observe_no_loop(&mut self) -> Observation {
-        let Some(upstream) = self.world.play.registered_upstreams().first().cloned() else {
-            return Observation::new(false, "the registration has no upstream to dial");
+        let Some(upstream) = self.world.play.implicit_upstreams().first().cloned() else {
+            return Observation::new(false, "the scenario has no implicit upstream to dial");
         };
         let to = match self.virtual_ip_target(&upstream) {
             Ok(a) => a,

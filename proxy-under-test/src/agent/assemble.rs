@@ -111,6 +111,11 @@ pub(crate) struct State {
     /// The `mesh` config entry: `None` until the first read, then `Some(None)` when no entry
     /// exists (Consul's `MeshConfigSet`: a snapshot waits for it).
     pub(crate) mesh: Option<Option<MeshEntry>>,
+    /// Transparent mode: the intentions the proxy's service is the source of (`None` until
+    /// the first read).
+    pub(crate) source_intentions: Option<Vec<crate::authz::Intention>>,
+    /// Transparent mode: the catalog's service names (`None` until the first read).
+    pub(crate) catalog: Option<Vec<String>>,
     /// The hooks every snapshot carries (and the control plane asks while assembling).
     pub(crate) hooks: Hooks,
 }
@@ -383,7 +388,8 @@ impl State {
         let knobs = self.hooks.knobs(Knobs::from_config(&proxy.config));
         let local_app = sockets::local_app(proxy);
         let local_app = self.hooks.local_app(local_app, proxy);
-        let upstreams = upstream_specs(svc)
+        let upstreams = self
+            .specs(svc)
             .into_iter()
             .map(|spec| {
                 if spec.query {

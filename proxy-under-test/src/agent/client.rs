@@ -16,6 +16,8 @@ use super::{AgentError, AgentTls};
 use crate::authz::{DefaultPolicy, Intention};
 use crate::seam::ClientHooks;
 
+mod implicit;
+
 /// Result of a blocking read: the body and the returned index (or content hash).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Blocking<T> {

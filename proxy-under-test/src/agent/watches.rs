@@ -203,3 +203,38 @@ pub(crate) async fn policy_watch(
         }
     }
 }
+
+/// Transparent mode's two extra watches for `service`'s implicit upstreams: the intentions it
+/// is the source of, and the catalog's service names.
+pub(crate) fn implicit_watches(
+    client: &AgentClient,
+    service: &str,
+    timing: Timing,
+    metrics: &Arc<Metrics>,
+    tx: &mpsc::Sender<Update>,
+) -> [tokio::task::JoinHandle<()>; 2] {
+    let (c1, c2, name) = (client.clone(), client.clone(), service.to_owned());
+    let by_source = tokio::spawn(index_watch(
+        "source_intentions",
+        timing,
+        metrics.clone(),
+        tx.clone(),
+        Update::SourceIntentions,
+        move |i| {
+            let (c, n) = (c1.clone(), name.clone());
+            async move { c.source_intentions(&n, i, timing.wait).await }
+        },
+    ));
+    let catalog = tokio::spawn(index_watch(
+        "catalog_services",
+        timing,
+        metrics.clone(),
+        tx.clone(),
+        Update::CatalogServices,
+        move |i| {
+            let c = c2.clone();
+            async move { c.catalog_services(i, timing.wait).await }
+        },
+    ));
+    [by_source, catalog]
+}

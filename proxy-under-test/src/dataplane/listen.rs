@@ -38,6 +38,9 @@ impl UpstreamListener {
                     }
                 })
             }
+            Bind::Implicit => Err(DataPlaneError::NoListener {
+                name: name.to_owned(),
+            }),
         }
     }
 

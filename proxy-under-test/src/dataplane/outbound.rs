@@ -69,6 +69,7 @@ pub(crate) async fn reconcile(
         let wanted: BTreeSet<(String, Bind)> = snap
             .upstreams
             .iter()
+            .filter(|u| u.bind.has_listener())
             .map(|u| (u.name.clone(), u.bind.clone()))
             .collect();
         running.retain(|key, handle| {

@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 61] = [
+const CATALOGUE: [&str; 62] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -47,6 +47,7 @@ const CATALOGUE: [&str; 61] = [
     "ignore-token-file",
     "ignore-original-dst",
     "forward-unknown",
+    "ignore-implicit-upstreams",
     "reject-hostname-endpoints",
     "ignore-app-socket",
     "drop-on-change",

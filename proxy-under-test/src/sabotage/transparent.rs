@@ -1,5 +1,6 @@
-//! Broken transparent-mode mapping: `ignore-original-dst` (everything to the first upstream) and
-//! `forward-unknown` (unknown destinations to the first upstream instead of a refusal).
+//! Broken transparent mode: `ignore-original-dst` (everything to the first upstream),
+//! `forward-unknown` (unknown destinations to the first upstream instead of a refusal) and
+//! `ignore-implicit-upstreams` (no upstreams from intentions).
 
 use super::{Hooks, Sabotage};
 use crate::dataplane::transparent::Route;
@@ -13,6 +14,15 @@ impl Hooks {
             return None;
         }
         first_upstream(snap)
+    }
+
+    /// `ignore-implicit-upstreams`: none of the upstreams derived from intentions; otherwise
+    /// `names`.
+    pub(crate) fn implicit_upstreams(&self, names: Vec<String>) -> Vec<String> {
+        if self.has(Sabotage::IgnoreImplicitUpstreams) {
+            return Vec::new();
+        }
+        names
     }
 
     /// `forward-unknown`: the first upstream instead of refusing an unknown destination; `None`

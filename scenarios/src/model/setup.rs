@@ -157,6 +157,12 @@ pub struct UpstreamSpec {
     /// `setup.prepared_queries`), which the proxy executes and re-polls.
     #[serde(default)]
     pub prepared_query: bool,
+    /// Transparent mode's implicit upstream: not in the registration's `Upstreams` (so no
+    /// local listener); the harness writes the intention `db -> name` allow, from which Consul
+    /// derives it (`agent/proxycfg/connect_proxy.go`, `IntentionUpstreams`), and the app reaches
+    /// it only by dialing its virtual IP.
+    #[serde(default)]
+    pub implicit: bool,
 }
 
 /// The transparent-mode part of the sidecar registration (`Proxy.TransparentProxy`).

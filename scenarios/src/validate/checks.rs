@@ -40,7 +40,17 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             check_identity(&at.key("identity"), identity, st)
         }
         Check::UnknownDestination { .. } => needs_transparent(at, st, "unknown-destination"),
-        Check::NoRedirectLoop => needs_transparent(at, st, "no-redirect-loop"),
+        Check::NoRedirectLoop => {
+            needs_transparent(at, st, "no-redirect-loop")?;
+            if st.implicit.is_empty() {
+                return Err(FieldError::new(
+                    at.clone(),
+                    "no-redirect-loop dials the first implicit upstream's virtual IP; list one \
+                     in `setup.upstreams` with `implicit = true`",
+                ));
+            }
+            Ok(())
+        }
         Check::Http {
             identity,
             conn,
@@ -225,9 +235,11 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             via,
             ..
         } => {
-            present_upstream(&at.key("upstream"), upstream, st)?;
             if *via == UpstreamVia::VirtualIp {
                 needs_transparent(&at.key("via"), st, "via = \"virtual-ip\"")?;
+                implicit_upstream(&at.key("upstream"), upstream, st)?;
+            } else {
+                present_upstream(&at.key("upstream"), upstream, st)?;
             }
             if reach.is_empty() {
                 return Err(FieldError::new(
@@ -312,6 +324,25 @@ fn grpc_path(path: &str) -> bool {
     path.strip_prefix('/')
         .and_then(|p| p.split_once('/'))
         .is_some_and(|(svc, method)| ok(svc) && ok(method))
+}
+
+/// The upstream a virtual-IP dial names must be implicit: Consul gives an upstream with a
+/// local listener no filter chain on the outbound listener (`agent/xds/listeners.go`: "Avoid
+/// creating filter chains below for upstreams that have dedicated listeners").
+fn implicit_upstream(at: &FieldPath, name: &str, st: &State<'_>) -> Result<(), FieldError> {
+    if st.implicit.contains(name) {
+        return Ok(());
+    }
+    let why = if st.upstreams.contains(name) || st.pending_upstreams.contains(name) {
+        format!(
+            "upstream {name:?} is explicit: Consul gives an upstream with its own listener no \
+             filter chain on the outbound listener, so its virtual IP is not captured; mark it \
+             `implicit = true`"
+        )
+    } else {
+        format!("no upstream {name:?} in `setup.upstreams`")
+    };
+    Err(FieldError::new(at.clone(), why))
 }
 
 fn needs_transparent(at: &FieldPath, st: &State<'_>, what: &str) -> Result<(), FieldError> {

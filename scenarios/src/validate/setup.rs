@@ -61,6 +61,9 @@ pub(super) fn check_setup(at: &FieldPath, setup: &Setup) -> Result<(), FieldErro
                 ));
             }
         }
+        if u.implicit {
+            check_implicit(&at, u, setup)?;
+        }
         if setup.upstreams[..i].iter().any(|o| o.name == u.name) {
             return Err(FieldError::new(
                 at.key("name"),
@@ -85,6 +88,55 @@ pub(super) fn check_setup(at: &FieldPath, setup: &Setup) -> Result<(), FieldErro
         check_config_entry(&at.key("config_entries").index(i), entry)?;
     }
     Ok(())
+}
+
+/// An implicit upstream exists only in transparent mode, as a plain service reached through
+/// the outbound listener: no socket, no prepared query, present from the start.
+fn check_implicit(
+    at: &FieldPath,
+    u: &crate::model::UpstreamSpec,
+    setup: &Setup,
+) -> Result<(), FieldError> {
+    let conflict = if setup.transparent.is_none() {
+        Some((
+            "implicit",
+            "an implicit upstream needs transparent mode (a `[setup.transparent]` table): \
+             Consul derives upstreams from intentions only for a transparent proxy",
+        ))
+    } else if u.socket {
+        Some((
+            "socket",
+            "an implicit upstream has no local listener, so no unix socket",
+        ))
+    } else if u.prepared_query {
+        Some((
+            "prepared_query",
+            "a prepared query is never an implicit upstream (Consul derives only services \
+             from intentions)",
+        ))
+    } else if setup
+        .intentions
+        .iter()
+        .any(|i| i.source == "db" && i.destination == u.name)
+    {
+        Some((
+            "implicit",
+            "the harness writes the intention `db -> <name>` allow for an implicit upstream; \
+             leave it out of `setup.intentions` (an `intention` step may change it later)",
+        ))
+    } else if !u.initial {
+        Some((
+            "initial",
+            "an implicit upstream is not in the registration, so `add-upstream` cannot add \
+             it; change the intention `db -> <name>` with an `intention` step instead",
+        ))
+    } else {
+        None
+    };
+    match conflict {
+        Some((key, why)) => Err(FieldError::new(at.key(key), why)),
+        None => Ok(()),
+    }
 }
 
 pub(crate) fn check_instance(

@@ -20,6 +20,8 @@ pub(super) struct State<'a> {
     pub(super) upstreams: BTreeSet<&'a str>,
     /// Upstreams of the setup not yet added (`initial = false`).
     pub(super) pending_upstreams: BTreeSet<&'a str>,
+    /// Implicit upstreams (transparent mode, from intentions): no local listener.
+    pub(super) implicit: BTreeSet<&'a str>,
     pub(super) conns: BTreeMap<&'a str, ConnProtocol>,
     /// `open-upstream` connections, with their upstream.
     pub(super) upstream_conns: BTreeMap<&'a str, &'a str>,
@@ -37,7 +39,14 @@ pub(super) fn check_steps(s: &Scenario) -> Result<(), FieldError> {
             .setup
             .upstreams
             .iter()
-            .filter(|u| u.initial)
+            .filter(|u| u.initial && !u.implicit)
+            .map(|u| u.name.as_str())
+            .collect(),
+        implicit: s
+            .setup
+            .upstreams
+            .iter()
+            .filter(|u| u.implicit)
             .map(|u| u.name.as_str())
             .collect(),
         pending_upstreams: s
@@ -227,6 +236,14 @@ pub(super) fn present_upstream(
 ) -> Result<(), FieldError> {
     if st.upstreams.contains(name) {
         Ok(())
+    } else if st.implicit.contains(name) {
+        Err(FieldError::new(
+            at.clone(),
+            format!(
+                "upstream {name:?} is implicit: it has no local listener; the app reaches it \
+                 only through its virtual IP (an `upstream` check with via = \"virtual-ip\")"
+            ),
+        ))
     } else if st.pending_upstreams.contains(name) {
         Err(FieldError::new(
             at.clone(),

@@ -3,6 +3,7 @@
 
 mod app;
 mod h2;
+mod implicit;
 
 use super::*;
 use crate::model::{Generator, Profile, Setup};
@@ -421,11 +422,15 @@ fn validate_alone_names_the_scenario_and_validate_all_wants_unique_ids() {
 
 #[test]
 fn transparent_checks_need_transparent_mode() {
-    let up = "[[setup.upstreams]]\nname = \"cache\"\n[[setup.instances]]\nid = \"c1\"\nservice = \"cache\"\n";
+    let up = "[[setup.upstreams]]\nname = \"cache\"\nimplicit = true\n[[setup.instances]]\nid = \"c1\"\nservice = \"cache\"\n";
     let vip = expect_step(
         "{ kind = \"upstream\", upstream = \"cache\", via = \"virtual-ip\", reach = [\"c1\"] }",
     );
     let (f, m) = bad(&format!("{up}{vip}"));
+    assert_eq!(f, "setup.upstreams[0].implicit");
+    assert!(m.contains("needs transparent mode"), "{m}");
+    let explicit = up.replace("implicit = true\n", "");
+    let (f, m) = bad(&format!("{explicit}{vip}"));
     assert_eq!(f, "steps[0].check.via");
     assert!(m.contains("needs transparent mode"), "{m}");
     good(&format!("[setup.transparent]\n{up}{vip}"));
@@ -444,7 +449,7 @@ fn transparent_checks_need_transparent_mode() {
         let (f, m) = bad(&expect_step(check));
         assert_eq!(f, "steps[0].check", "{check}");
         assert!(m.contains("needs transparent mode"), "{m}");
-        good(&format!("[setup.transparent]\n{}", expect_step(check)));
+        good(&format!("[setup.transparent]\n{up}{}", expect_step(check)));
     }
     let (f, _) = bad("[setup.transparent]\noutbound_port = 0\n");
     assert_eq!(f, "setup.transparent.outbound_port");

@@ -39,6 +39,7 @@ fn setup() -> Setup {
                 socket: false,
                 socket_mode: None,
                 prepared_query: false,
+                implicit: false,
             },
             UpstreamSpec {
                 name: "extra".into(),
@@ -46,6 +47,7 @@ fn setup() -> Setup {
                 socket: false,
                 socket_mode: None,
                 prepared_query: false,
+                implicit: false,
             },
         ],
         instances: vec![InstanceSpec {
@@ -294,4 +296,29 @@ fn app_socket_without_a_path_is_an_error() {
     s.app_socket = true;
     let play = Play::new(&s, ports(), BTreeMap::new(), Timeouts::default());
     assert_eq!(play.registration().unwrap_err().kind(), "no_port");
+}
+
+#[tokio::test]
+async fn an_implicit_upstream_is_an_intention_not_a_registration_entry() {
+    let mut s = setup();
+    s.transparent = Some(scenarios::TransparentSpec::default());
+    s.upstreams[0].implicit = true;
+    let (app, control) = AgentSim::builder()
+        .acls(ROOT, DefaultPolicy::Deny)
+        .build()
+        .unwrap();
+    let mut play = Play::new(&s, ports(), BTreeMap::new(), Timeouts::default());
+    assert!(play.registered_upstreams().is_empty());
+    assert_eq!(play.implicit_upstreams(), ["cache"]);
+    play.apply_setup(&control).unwrap();
+
+    let (_, svc) = get(&app, "/v1/agent/service/db-sidecar-proxy").await;
+    assert_eq!(svc["Proxy"]["Mode"], "transparent");
+    assert!(svc["Proxy"]["Upstreams"].is_null(), "{svc}");
+    let (_, check) = get(
+        &app,
+        "/v1/connect/intentions/check?source=db&destination=cache",
+    )
+    .await;
+    assert_eq!(check["Allowed"], true, "db -> cache written");
 }

@@ -221,6 +221,18 @@ pub(crate) fn outbound(snap: &Snapshot) -> Option<(Listener, Vec<RouteConfigurat
             ..Default::default()
         });
     }
+    // "Filter chains are stable sorted to avoid draining if the list is provided out of order":
+    // by the first prefix as `<address>/<length>` text.
+    chains.sort_by_cached_key(|c| {
+        c.filter_chain_match
+            .as_ref()
+            .and_then(|m| m.prefix_ranges.first())
+            .map(|r| {
+                let len = r.prefix_len.as_ref().map_or(0, |l| l.value);
+                format!("{}/{len}", r.address_prefix)
+            })
+            .unwrap_or_default()
+    });
     let mesh_destinations_only = snap
         .mesh
         .as_ref()

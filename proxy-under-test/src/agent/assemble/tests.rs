@@ -6,6 +6,8 @@ use serde_json::json;
 use super::*;
 use crate::agent::types::ChainResponse;
 
+mod implicit;
+
 fn chain(v: &serde_json::Value) -> CompiledChain {
     serde_json::from_value::<ChainResponse>(v.clone())
         .unwrap()

@@ -1,11 +1,52 @@
 //! Transparent-mode assembly: the outbound listener from `Proxy.Mode`/`Proxy.TransparentProxy`,
+//! the implicit upstreams (from intentions, `crate::agent::implicit`) beside the registration's,
 //! an upstream's virtual IPs (chain `AutoVirtualIPs`/`ManualVirtualIPs`, `consul-virtual` tagged
 //! addresses of its targets' instances) and an instance's `DialedDirectly`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use crate::agent::types::{AgentProxy, CompiledChain, HealthEntry};
-use crate::snapshot::Transparent;
+use super::{State, UpstreamSpec, upstream_specs};
+use crate::agent::implicit::implicit_upstreams;
+use crate::agent::types::{AgentProxy, AgentService, CompiledChain, HealthEntry};
+use crate::snapshot::{Bind, Transparent};
+
+impl State {
+    /// Every upstream of the proxy: the registration's, then, in transparent mode, the implicit
+    /// ones its intentions allow that the registration does not list (Consul: an explicit
+    /// upstream keeps its own listener and gets no filter chain on the outbound listener).
+    pub(crate) fn specs(&self, svc: &AgentService) -> Vec<UpstreamSpec> {
+        let mut specs = upstream_specs(svc);
+        let Some(proxy) = svc.proxy.as_ref().filter(|p| p.mode == "transparent") else {
+            return specs;
+        };
+        let Some(policy) = self.policy else {
+            return specs;
+        };
+        let names = implicit_upstreams(
+            &proxy.destination_service_name,
+            self.source_intentions.as_deref().unwrap_or_default(),
+            self.catalog.as_deref().unwrap_or_default(),
+            policy.allow,
+        );
+        let implicit: Vec<UpstreamSpec> = self
+            .hooks
+            .implicit_upstreams(names)
+            .into_iter()
+            .filter(|n| !specs.iter().any(|s| !s.query && s.name == *n))
+            .map(|name| UpstreamSpec {
+                name,
+                namespace: "default".into(),
+                datacenter: String::new(),
+                bind: Bind::Implicit,
+                protocol: None,
+                config: serde_json::Map::new(),
+                query: false,
+            })
+            .collect();
+        specs.extend(implicit);
+        specs
+    }
+}
 
 /// Consul's default `TransparentProxy.OutboundListenerPort`.
 pub(crate) const DEFAULT_OUTBOUND_PORT: u16 = 15001;

@@ -271,8 +271,9 @@ fn hostname_endpoints_go_into_eds_and_envoy_refuses_them() {
     }
 }
 
-/// Transparent mode: the outbound listener matches cache's virtual IP (an intention upstream,
-/// no explicit entry) and sends everything else to `original-destination`.
+/// Transparent mode: the outbound listener matches the virtual IPs of cache and queue
+/// (intention upstreams, no explicit entry; queue is known only by its sidecar, as Consul finds
+/// it in its virtual-IP table) and sends everything else to `original-destination`.
 #[test]
 #[cfg_attr(
     missing_envoy,
@@ -295,8 +296,11 @@ fn envoy_accepts_the_transparent_outbound_listener() {
     }
     proxy(&c, "cache", 21005);
     proxy(&c, "api", 21006);
-    c.put_intention("web", "cache", &json!({"Action": "allow"}))
-        .expect("intention");
+    proxy(&c, "queue", 21007);
+    for to in ["cache", "queue"] {
+        c.put_intention("web", to, &json!({"Action": "allow"}))
+            .expect("intention");
+    }
     let r = build(&c, TlsMode::Inline).resources;
     let l: Listener = decode(
         &r.get(types::LISTENER, "outbound_listener:127.0.0.1:15001")
@@ -305,8 +309,14 @@ fn envoy_accepts_the_transparent_outbound_listener() {
     );
     assert_eq!(
         l.filter_chains.len(),
-        1,
-        "only cache is an intention upstream"
+        2,
+        "only cache and queue are intention upstreams"
+    );
+    let queue_vip = c.virtual_ip("queue").expect("queue has a virtual IP");
+    let queue = l.filter_chains[1].filter_chain_match.as_ref();
+    assert_eq!(
+        queue.map(|m| m.prefix_ranges[0].address_prefix.clone()),
+        Some(queue_vip.to_string())
     );
     let vip = c
         .virtual_ip("cache")
