@@ -37,7 +37,9 @@ fn snap(set: Sabotages) -> Snapshot {
     );
     s.transparent = Some(Transparent {
         outbound: "127.0.0.1:15001".parse().unwrap(),
+        permissive: false,
     });
+    s.mesh.mesh_destinations_only = true;
     s.hooks = Hooks::new(set);
     s
 }

@@ -141,7 +141,8 @@ async fn the_outbound_listener_maps_original_destinations() {
         )],
     );
     let app = echo_app().await;
-    let snap = transparent_snapshot(&ca, app, vec![up, imp, pay], Knobs::default());
+    let mut snap = transparent_snapshot(&ca, app, vec![up, imp, pay], Knobs::default());
+    snap.mesh.mesh_destinations_only = true;
     let (_tx, dp, metrics) = start(snap).await;
     let l = dp.transparent_addr().expect("transparent listener bound");
     // Virtual IP, any port: mTLS to a cache instance.
@@ -172,11 +173,9 @@ async fn passthrough_dials_unknown_destinations_in_plain_tcp() {
     let ca = TestCa::new("Consul CA 1");
     let app = echo_app().await;
     let outside = echo_app().await;
-    let knobs = Knobs {
-        transparent_passthrough: true,
-        ..Knobs::default()
-    };
-    let (_tx, dp, metrics) = start(transparent_snapshot(&ca, app, vec![], knobs)).await;
+    // No mesh entry: Consul's default, `MeshDestinationsOnly = false`.
+    let snap = transparent_snapshot(&ca, app, vec![], Knobs::default());
+    let (_tx, dp, metrics) = start(snap).await;
     let l = dp.transparent_addr().unwrap();
     let s = dial_as(l, Some(outside)).await;
     assert_eq!(exchange(s).await.as_deref(), Ok("hello"));
