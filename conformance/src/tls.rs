@@ -164,7 +164,7 @@ fn offering(
     version: Option<&str>,
     tls12_suites: &[String],
 ) -> (
-    Arc<rustls::crypto::CryptoProvider>,
+    Arc<CryptoProvider>,
     &'static [&'static rustls::SupportedProtocolVersion],
 ) {
     let mut p = (*provider()).clone();
@@ -174,9 +174,11 @@ fn offering(
                 || tls12_suites.contains(&format!("{:?}", s.suite()))
         });
     }
-    let versions: &[&'static rustls::SupportedProtocolVersion] = match version {
-        Some("1.2") => &[&rustls::version::TLS12],
-        Some("1.3") => &[&rustls::version::TLS13],
+    static TLS12_ONLY: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS12];
+    static TLS13_ONLY: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS13];
+    let versions: &'static [&'static rustls::SupportedProtocolVersion] = match version {
+        Some("1.2") => &TLS12_ONLY,
+        Some("1.3") => &TLS13_ONLY,
         _ => rustls::DEFAULT_VERSIONS,
     };
     (Arc::new(p), versions)
