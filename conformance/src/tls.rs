@@ -141,19 +141,8 @@ pub(crate) fn client_config_offering(
     version: Option<&str>,
     tls12_suites: &[String],
 ) -> Result<Arc<ClientConfig>, Error> {
-    let mut p = (*provider()).clone();
-    if !tls12_suites.is_empty() {
-        p.cipher_suites.retain(|s| {
-            s.version() != &rustls::version::TLS12
-                || tls12_suites.contains(&format!("{:?}", s.suite()))
-        });
-    }
-    let versions: &[&'static rustls::SupportedProtocolVersion] = match version {
-        Some("1.2") => &[&rustls::version::TLS12],
-        Some("1.3") => &[&rustls::version::TLS13],
-        _ => rustls::DEFAULT_VERSIONS,
-    };
-    let builder = ClientConfig::builder_with_provider(Arc::new(p))
+    let (p, versions) = offering(version, tls12_suites);
+    let builder = ClientConfig::builder_with_provider(p)
         .with_protocol_versions(versions)
         .map_err(|e| Error::Tls(e.to_string()))?
         .dangerous()
@@ -168,18 +157,49 @@ pub(crate) fn client_config_offering(
     Ok(Arc::new(cfg))
 }
 
+/// The provider and protocol versions of a peer speaking only `version` (`1.2`/`1.3`; both when
+/// `None`) and, for TLS 1.2, only the suites named in `tls12_suites` (IANA names; all of
+/// rustls' when empty).
+fn offering(
+    version: Option<&str>,
+    tls12_suites: &[String],
+) -> (
+    Arc<CryptoProvider>,
+    &'static [&'static rustls::SupportedProtocolVersion],
+) {
+    let mut p = (*provider()).clone();
+    if !tls12_suites.is_empty() {
+        p.cipher_suites.retain(|s| {
+            s.version() != &rustls::version::TLS12
+                || tls12_suites.contains(&format!("{:?}", s.suite()))
+        });
+    }
+    static TLS12_ONLY: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS12];
+    static TLS13_ONLY: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS13];
+    let versions: &'static [&'static rustls::SupportedProtocolVersion] = match version {
+        Some("1.2") => &TLS12_ONLY,
+        Some("1.3") => &TLS13_ONLY,
+        _ => rustls::DEFAULT_VERSIONS,
+    };
+    (Arc::new(p), versions)
+}
+
 /// An instance's server config: serves `identity`, requires a client certificate chained to
-/// one of `roots` (PEMs), no resumption.
+/// one of `roots` (PEMs), no resumption; speaks only `version` and, for TLS 1.2, only
+/// `tls12_suites` (see [`offering`]).
 pub(crate) fn server_config(
     identity: &ClientIdentity,
     roots: &[String],
+    version: Option<&str>,
+    tls12_suites: &[String],
 ) -> Result<Arc<ServerConfig>, Error> {
+    let (p, versions) = offering(version, tls12_suites);
     let verifier =
-        WebPkiClientVerifier::builder_with_provider(Arc::new(root_store(roots)?), provider())
+        WebPkiClientVerifier::builder_with_provider(Arc::new(root_store(roots)?), p.clone())
             .build()
             .map_err(|e| Error::Tls(format!("client verifier: {e}")))?;
-    let mut cfg = ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
+    let mut cfg = ServerConfig::builder_with_provider(p)
+        .with_protocol_versions(versions)
         .map_err(|e| Error::Tls(e.to_string()))?
         .with_client_cert_verifier(verifier)
         .with_single_cert(

@@ -72,8 +72,9 @@ pub enum CliError {
 outbound listener on 127.0.0.1:<TransparentProxy.OutboundListenerPort> (default 15001) and maps each \
 connection's original destination (a service's virtual IP, or a known instance address) to an \
 upstream: the registration's Upstreams, and the services the proxy's service may reach by its \
-intentions (or the default policy), as Consul derives implicit upstreams; unknown destinations \
-are refused unless Proxy.Config.transparent_passthrough is true.\n\
+intentions (or the default policy), as Consul derives implicit upstreams; destinations outside \
+the mesh are passed through in plain TCP unless the mesh config entry sets \
+TransparentProxy.MeshDestinationsOnly (then refused), as Consul's Envoy does.\n\
 Setup: 1. register the sidecar; 2. as root, in the app's network namespace: \
 redirect-traffic -proxy-id <ID> -proxy-uid <UID> (see redirect-traffic -help); 3. start this proxy \
 as <UID>, e.g. setpriv --reuid <UID> --regid <UID> --clear-groups proxy-under-test -proxy-id <ID>. \

@@ -9,6 +9,7 @@ pub(crate) mod l7;
 mod listen;
 mod local;
 mod outbound;
+mod permissive;
 mod resolve;
 pub(crate) mod transparent;
 mod unix;
@@ -294,7 +295,11 @@ impl DataPlane {
             workers: self.workers.clone(),
         });
         tracing::info!(%inbound_addr, service = %first.service, "public listener bound");
-        let mut tasks = vec![tokio::spawn(inbound::accept_loop(inbound, shared.clone()))];
+        let mut tasks = vec![tokio::spawn(inbound::accept_loop(
+            inbound,
+            shared.clone(),
+            self.original_dst,
+        ))];
         let upstream_addrs = Arc::new(Mutex::new(BTreeMap::new()));
         let mut running = BTreeMap::new();
         for (name, bind, l) in upstream_listeners {

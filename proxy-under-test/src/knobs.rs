@@ -16,7 +16,6 @@
 //! | `drain_timeout_ms` | 5000 | on shutdown, wait this long for open connections |
 //! | `request_headers_timeout_ms` | 300000 | L7 inbound over HTTP/1.1: a request's headers must arrive within this (Envoy's `stream_idle_timeout` default, 5 min, closes a stream that stops sending) |
 //! | `metrics_bind_addr` | unset | `host:port` for a Prometheus text endpoint at `/metrics` |
-//! | `transparent_passthrough` | false | transparent mode: plain-TCP dial destinations that are not in the mesh instead of refusing them (our stand-in for Consul's mesh config `TransparentProxy.MeshDestinationsOnly = false`; the default, refuse, is Consul's behaviour with `MeshDestinationsOnly = true`) |
 //!
 //! Numbers may be JSON numbers or numeric strings; bad values fall back to the default with a
 //! warning.
@@ -102,8 +101,6 @@ pub struct Knobs {
     pub drain_timeout: Duration,
     /// `metrics_bind_addr`.
     pub metrics_bind_addr: Option<SocketAddr>,
-    /// `transparent_passthrough`.
-    pub transparent_passthrough: bool,
     /// `request_headers_timeout_ms`.
     pub request_headers_timeout: Duration,
 }
@@ -124,7 +121,6 @@ impl Default for Knobs {
             verify_trust_domain: false,
             drain_timeout: Duration::from_millis(5000),
             metrics_bind_addr: None,
-            transparent_passthrough: false,
             request_headers_timeout: Duration::from_millis(300_000),
         }
     }
@@ -219,9 +215,6 @@ impl Knobs {
         if let Some(b) = flag("verify_trust_domain") {
             k.verify_trust_domain = b;
         }
-        if let Some(b) = flag("transparent_passthrough") {
-            k.transparent_passthrough = b;
-        }
         if let Some(v) = config.get("metrics_bind_addr") {
             match v.as_str().map(str::parse::<SocketAddr>) {
                 Some(Ok(a)) => k.metrics_bind_addr = Some(a),
@@ -259,10 +252,6 @@ mod tests {
             Duration::from_secs(10),
             "bad value keeps default"
         );
-        assert!(!k.transparent_passthrough, "off by default");
-        let on: Map<String, Value> =
-            serde_json::from_str(r#"{"transparent_passthrough":"true"}"#).unwrap();
-        assert!(Knobs::from_config(&on).transparent_passthrough);
         assert_eq!(Protocol::parse("grpc"), Protocol::Grpc);
         assert_eq!(Protocol::parse("HTTP2"), Protocol::Http2);
         assert_eq!(Protocol::parse(""), Protocol::Tcp);

@@ -212,11 +212,23 @@ pub enum Sabotage {
     /// `skip-agent-tls-verify`: an `https://` agent's certificate is not verified (any CA, any
     /// name), as with `CONSUL_HTTP_SSL_VERIFY=false`.
     SkipAgentTlsVerify,
+    /// `ignore-mesh-destinations-only`: transparent mode passes dials of destinations outside
+    /// the mesh through even when the `mesh` entry sets `TransparentProxy.MeshDestinationsOnly`.
+    IgnoreMeshDestinationsOnly,
+    /// `always-permissive`: the public listener takes plaintext sent to the application's port
+    /// to the application whatever the service's `MutualTLSMode` (and the mesh entry) say.
+    AlwaysPermissive,
+    /// `ignore-outgoing-tls-bounds`: the `mesh` entry's `TLS.Outgoing` floor, ceiling and cipher
+    /// suites are not applied to connections to upstream instances.
+    IgnoreOutgoingTlsBounds,
+    /// `case-sensitive-headers`: intention header rules compare header names byte for byte
+    /// (HTTP names are case-insensitive) and ignore `IgnoreCase` on values.
+    CaseSensitiveHeaders,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 62] = [
+    pub const ALL: [Self; 66] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -279,6 +291,10 @@ impl Sabotage {
         Self::PassSpoofedXfcc,
         Self::RequireCaSpiffeSan,
         Self::SkipAgentTlsVerify,
+        Self::IgnoreMeshDestinationsOnly,
+        Self::AlwaysPermissive,
+        Self::IgnoreOutgoingTlsBounds,
+        Self::CaseSensitiveHeaders,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -346,10 +362,14 @@ impl Sabotage {
             Self::PassSpoofedXfcc => "pass-spoofed-xfcc",
             Self::RequireCaSpiffeSan => "require-ca-spiffe-san",
             Self::SkipAgentTlsVerify => "skip-agent-tls-verify",
+            Self::IgnoreMeshDestinationsOnly => "ignore-mesh-destinations-only",
+            Self::AlwaysPermissive => "always-permissive",
+            Self::IgnoreOutgoingTlsBounds => "ignore-outgoing-tls-bounds",
+            Self::CaseSensitiveHeaders => "case-sensitive-headers",
         }
     }
 
-    fn bit(self) -> u64 {
+    fn bit(self) -> u128 {
         1 << (self as u8)
     }
 }
@@ -392,7 +412,7 @@ impl clap::ValueEnum for Sabotage {
 
 /// A set of [`Sabotage`]s (empty = the reference behaviour).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct Sabotages(u64);
+pub struct Sabotages(u128);
 
 impl Sabotages {
     /// No sabotage.

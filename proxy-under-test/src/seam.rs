@@ -26,7 +26,7 @@ use crate::dataplane::SnapshotRx;
 use crate::dataplane::l7::Body;
 use crate::dataplane::transparent::Route;
 use crate::knobs::Knobs;
-use crate::mesh::MeshEntry;
+use crate::mesh::{MeshEntry, TlsBounds};
 use crate::normalize::PathNormalization;
 use crate::route::limits::Outlier;
 use crate::route::{Lb, RouteTable};
@@ -333,6 +333,25 @@ impl Hooks {
     #[inline]
     pub(crate) fn unknown_destination<'a>(&self, _snap: &'a Snapshot) -> Option<Route<'a>> {
         None
+    }
+
+    /// Whether transparent mode keeps to mesh destinations: as the mesh entry says.
+    #[inline]
+    pub(crate) fn mesh_destinations_only(&self, configured: bool) -> bool {
+        configured
+    }
+
+    /// Whether the public listener takes plaintext for the application's port: as the
+    /// registration's `MutualTLSMode` says.
+    #[inline]
+    pub(crate) fn permissive(&self, configured: bool) -> bool {
+        configured
+    }
+
+    /// The `TLS.Outgoing` bounds applied to upstream connections: as configured.
+    #[inline]
+    pub(crate) fn tls_outgoing<'a>(&self, configured: &'a TlsBounds) -> &'a TlsBounds {
+        configured
     }
 }
 

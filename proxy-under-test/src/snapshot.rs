@@ -61,6 +61,11 @@ pub struct Snapshot {
 pub struct Transparent {
     /// `127.0.0.1:<TransparentProxy.OutboundListenerPort>` (default port 15001).
     pub outbound: SocketAddr,
+    /// `MutualTLSMode = "permissive"`: a connection redirected to the public listener whose
+    /// original destination is the application's port goes to the application in plaintext,
+    /// unauthenticated and unauthorized (Consul's `makePermissiveFilterChain`, transparent mode
+    /// only).
+    pub permissive: bool,
 }
 
 /// One upstream: a local listener (none for an implicit one) and the targets behind it, in

@@ -275,8 +275,20 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/security/l7-path-normalization.toml"),
     ),
     (
+        "catalogue/security/mesh-destinations-only.toml",
+        include_str!("../catalogue/security/mesh-destinations-only.toml"),
+    ),
+    (
+        "catalogue/security/mesh-permissive-mtls.toml",
+        include_str!("../catalogue/security/mesh-permissive-mtls.toml"),
+    ),
+    (
         "catalogue/security/mesh-request-normalization.toml",
         include_str!("../catalogue/security/mesh-request-normalization.toml"),
+    ),
+    (
+        "catalogue/security/mesh-tls-outgoing.toml",
+        include_str!("../catalogue/security/mesh-tls-outgoing.toml"),
     ),
     (
         "catalogue/security/mesh-tls-versions.toml",

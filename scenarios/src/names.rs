@@ -100,6 +100,10 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "pass-spoofed-xfcc",
     "require-ca-spiffe-san",
     "skip-agent-tls-verify",
+    "ignore-mesh-destinations-only",
+    "always-permissive",
+    "ignore-outgoing-tls-bounds",
+    "case-sensitive-headers",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

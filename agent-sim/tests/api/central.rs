@@ -1,7 +1,8 @@
 //! Central config in `GET /v1/agent/service/:id` as the agent's `MergeServiceConfig` makes it:
 //! the per-upstream resolved config (proxy-defaults protocol and mesh gateway, the upstream's
 //! service-defaults protocol, the downstream's `UpstreamConfig` defaults and overrides), for
-//! sidecars registered before and after the entries, with the hash-blocked read woken.
+//! sidecars registered before and after the entries, with the hash-blocked read woken; and the
+//! merged `MutualTLSMode`.
 
 use std::time::Duration;
 
@@ -123,4 +124,39 @@ async fn service_defaults_inbound_limits_reach_the_sidecar_config_and_wake_its_w
                "local_request_timeout_ms": 900, "balance_inbound_connections": "exact_balance"}),
         "merged as resolve.go does; the registration's own key wins"
     );
+}
+
+/// `MutualTLSMode` in `GET /v1/agent/service/:id`: proxy-defaults' mode, service-defaults' over
+/// it, the registration's own over both (`agent/configentry/resolve.go`), followed as the entries
+/// change.
+#[tokio::test]
+async fn mutual_tls_mode_is_merged_into_the_agent_service() {
+    let a = app(builder());
+    a.control
+        .register(&json!({"Name": "db", "Port": 8080, "Connect": {"SidecarService": {}}}))
+        .unwrap();
+    a.control
+        .register(
+            &json!({"Name": "web", "Port": 8081, "Connect": {"SidecarService": {
+            "Proxy": {"MutualTLSMode": "strict"}}}}),
+        )
+        .unwrap();
+    let mode = |v: Value| v["Proxy"].get("MutualTLSMode").cloned();
+    let db = "/v1/agent/service/db-sidecar-proxy";
+    assert_eq!(mode(a.get(db).await.json()), None, "unset: omitted");
+    a.control
+        .upsert_config_entry(&json!({"Kind": "mesh", "AllowEnablingPermissiveMutualTLS": true}))
+        .unwrap();
+    a.control
+        .upsert_config_entry(&json!({"Kind": "proxy-defaults", "Name": "global",
+            "MutualTLSMode": "permissive"}))
+        .unwrap();
+    assert_eq!(mode(a.get(db).await.json()), Some(json!("permissive")));
+    a.control
+        .upsert_config_entry(&json!({"Kind": "service-defaults", "Name": "db",
+            "MutualTLSMode": "strict"}))
+        .unwrap();
+    assert_eq!(mode(a.get(db).await.json()), Some(json!("strict")));
+    let web = a.get("/v1/agent/service/web-sidecar-proxy").await.json();
+    assert_eq!(mode(web), Some(json!("strict")), "the registration wins");
 }

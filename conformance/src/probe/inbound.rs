@@ -92,8 +92,9 @@ pub(crate) async fn inbound(
 }
 
 /// Dials `addr` (the application's own port, from outside the pod) in plain TCP, as an
-/// unauthenticated client: the capture must hand it to the proxy, which refuses it. Any byte
-/// that reaches the app, or an echo, is a leak.
+/// unauthenticated client: the capture hands it to the proxy, which refuses it (strict mTLS) or,
+/// in permissive mTLS, passes it to the app. An echo is an allowed connection; bytes that reach
+/// the app without an echo are a leak.
 pub(crate) async fn inbound_plain(addr: SocketAddr, app: &App) -> Inbound {
     let token = token();
     let mut tcp = match super::dial(addr).await {
@@ -104,14 +105,15 @@ pub(crate) async fn inbound_plain(addr: SocketAddr, app: &App) -> Inbound {
             };
         }
     };
+    let start = Instant::now();
     let line = format!("{token}\n");
     let ended = match tcp.write_all(line.as_bytes()).await {
         Err(e) => Some(format!("write failed: {e}")),
         Ok(()) => read_echo(&mut tcp, token.as_bytes()).await,
     };
     match ended {
-        None => Inbound::Leaked {
-            how: "the app echoed a plain, unauthenticated connection".into(),
+        None => Inbound::Allowed {
+            ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
         },
         Some(how) if how == "timeout" => Inbound::Hung,
         Some(how) => {

@@ -159,6 +159,7 @@ pub(crate) async fn start(
         control.clone(),
         leaf,
         (server, http),
+        (spec.tls_version.clone(), spec.cipher_suites.clone()),
         seen.clone(),
         failures.clone(),
     ));
@@ -198,6 +199,7 @@ async fn serve(
     control: Control,
     leaf: ClientIdentity,
     (server, http): (HttpInstance, bool),
+    (tls_version, tls12_suites): (Option<String>, Vec<String>),
     seen: Arc<Mutex<Vec<Seen>>>,
     failures: Arc<Mutex<Vec<String>>>,
 ) {
@@ -210,7 +212,7 @@ async fn serve(
         }
         // Roots can rotate: build the verifier from the current ones for every connection.
         let roots = agent_sim::play::roots(&control).pems;
-        let cfg = match tls::server_config(&leaf, &roots) {
+        let cfg = match tls::server_config(&leaf, &roots, tls_version.as_deref(), &tls12_suites) {
             Ok(c) if http2 => {
                 let mut c = (*c).clone();
                 c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

@@ -72,6 +72,10 @@ pub struct AgentProxy {
     /// Transparent-proxy settings (omitted by the agent when zero).
     #[serde(default)]
     pub transparent_proxy: Option<TransparentProxyConfig>,
+    /// `""` / `strict` / `permissive`, as the agent merged it from service-defaults and
+    /// proxy-defaults (`agent/configentry/resolve.go`).
+    #[serde(rename = "MutualTLSMode", default, deserialize_with = "null_default")]
+    pub mutual_tls_mode: String,
 }
 
 /// `Proxy.TransparentProxy` (of a registration or of a catalog proxy instance).

@@ -159,22 +159,51 @@ fn cmp_with(ic: bool, value: &str, pattern: &str, f: fn(&str, &str) -> bool) -> 
 
 impl HeaderCond {
     fn matches(&self, headers: &HeaderMap) -> bool {
+        // `HeaderMap` looks names up case-insensitively (HTTP field names are).
         let values: Vec<&str> = headers
             .get_all(self.name.as_str())
             .iter()
             .filter_map(|v| v.to_str().ok())
             .collect();
         let present = headers.contains_key(self.name.as_str());
-        let joined = values.join(",");
+        self.holds(present, &values.join(","), true)
+    }
+
+    /// The condition on the header's joined values (`present`: the header is there at all);
+    /// `honour_ignore_case` false compares values exactly whatever `IgnoreCase` says.
+    fn holds(&self, present: bool, joined: &str, honour_ignore_case: bool) -> bool {
+        let ic = |ic: &bool| *ic && honour_ignore_case;
         let hit = present
             && match &self.kind {
                 ValueCond::Present => true,
-                ValueCond::Exact(p, ic) => cmp_with(*ic, &joined, p, |a, b| a == b),
-                ValueCond::Prefix(p, ic) => cmp_with(*ic, &joined, p, |a, b| a.starts_with(b)),
-                ValueCond::Suffix(p, ic) => cmp_with(*ic, &joined, p, |a, b| a.ends_with(b)),
-                ValueCond::Contains(p, ic) => cmp_with(*ic, &joined, p, |a, b| a.contains(b)),
-                ValueCond::Regex(r) => r.is_match(&joined),
+                ValueCond::Exact(p, i) => cmp_with(ic(i), joined, p, |a, b| a == b),
+                ValueCond::Prefix(p, i) => cmp_with(ic(i), joined, p, |a, b| a.starts_with(b)),
+                ValueCond::Suffix(p, i) => cmp_with(ic(i), joined, p, |a, b| a.ends_with(b)),
+                ValueCond::Contains(p, i) => cmp_with(ic(i), joined, p, |a, b| a.contains(b)),
+                ValueCond::Regex(r) => r.is_match(joined),
             };
         hit != self.invert
+    }
+}
+
+#[cfg(feature = "sabotage")]
+impl CompiledPermission {
+    /// `case-sensitive-headers`: as [`Self::matches`], but a header rule's name is compared byte
+    /// for byte with the request's (lower-case) field names and `IgnoreCase` is ignored.
+    pub(crate) fn matches_case_sensitively(&self, req: &RequestInfo<'_>) -> bool {
+        self.cond.as_ref().is_some_and(|c| {
+            let method_ok = c.methods.is_empty()
+                || c.methods.iter().any(|m| m.eq_ignore_ascii_case(req.method));
+            let headers_ok = c.headers.iter().all(|h| {
+                let values: Vec<&str> = req
+                    .headers
+                    .iter()
+                    .filter(|(k, _)| k.as_str() == h.name)
+                    .filter_map(|(_, v)| v.to_str().ok())
+                    .collect();
+                h.holds(!values.is_empty(), &values.join(","), false)
+            });
+            c.path.matches(req.path) && method_ok && headers_ok
+        })
     }
 }

@@ -57,7 +57,11 @@ pub(crate) enum End {
     Killed,
 }
 
-pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    lookup: super::transparent::OriginalDstFn,
+) {
     let accept = || listener.accept();
     super::accept::until_stop(&shared, "inbound", accept, |(tcp, addr): (TcpStream, _)| {
         let Some(slot) = InboundSlot::take(&shared) else {
@@ -70,7 +74,7 @@ pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let _ = tcp.set_nodelay(true);
         let conn_shared = shared.clone();
         super::workers::spawn_tcp(&shared, tcp, move |tcp| async move {
-            handle(tcp, addr, conn_shared).await;
+            handle(tcp, addr, conn_shared, lookup).await;
             drop(slot);
         });
     })
@@ -213,12 +217,20 @@ pub(crate) fn log_end(shared: &Shared, peer: &Peer, end: &End) {
     }
 }
 
-async fn handle(tcp: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
+async fn handle(
+    tcp: TcpStream,
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    lookup: super::transparent::OriginalDstFn,
+) {
     let _guard = shared.track();
     shared.metrics.accepted(true);
     let Some(snap) = shared.current() else {
         return;
     };
+    if super::permissive::applies(&snap, &tcp, lookup) {
+        return super::permissive::serve(tcp, &snap, &shared).await;
+    }
     let tls = match shared.inbound_tls(&snap) {
         Ok(t) => t,
         Err(e) => {

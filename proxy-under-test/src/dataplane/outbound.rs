@@ -246,7 +246,7 @@ pub(crate) async fn dial(
         &snap.leaf,
         &snap.roots,
         expected.clone(),
-        &snap.mesh.tls_outgoing,
+        snap.hooks.tls_outgoing(&snap.mesh.tls_outgoing),
     )
     .map_err(|e| e.to_string())?;
     let config = snap.hooks.outbound_tls(config, &snap.roots, &expected);

@@ -154,7 +154,7 @@ fn first_then<'a>(
     out
 }
 
-/// Plain TCP to a destination outside the mesh (knob `transparent_passthrough`).
+/// Plain TCP to a destination outside the mesh (the `mesh` entry without `MeshDestinationsOnly`).
 async fn passthrough(mut tcp: TcpStream, shared: &Shared, snap: &Snapshot, dst: SocketAddr) {
     let limit = snap
         .knobs

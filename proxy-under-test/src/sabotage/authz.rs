@@ -1,7 +1,7 @@
 //! Broken authorization for the harness's self-test: the wrong evaluation order (`first-match`,
 //! `last-write-wins`), decisions that ignore part of Consul's rules (`ignore-deny`,
-//! `ignore-permissions`, `hardcoded-allow`) and gRPC paths ignored by L7 permissions
-//! (`ignore-grpc-paths`). Every [`IntentionSet`] carries [`AuthzHooks`]; its decisions ask them
+//! `ignore-permissions`, `hardcoded-allow`), gRPC paths ignored by L7 permissions
+//! (`ignore-grpc-paths`) and header rules matched case-sensitively (`case-sensitive-headers`). Every [`IntentionSet`] carries [`AuthzHooks`]; its decisions ask them
 //! first, `None` meaning "decide normally".
 
 use super::{Sabotage, Sabotages};
@@ -56,12 +56,16 @@ impl AuthzHooks {
     }
 
     /// `ignore-grpc-paths`: for a gRPC call, whether `permission` matches `request` whatever its
-    /// path condition; `None` = match normally.
+    /// path condition; `case-sensitive-headers`: header names compared byte for byte and
+    /// `IgnoreCase` ignored; `None` = match normally.
     pub(crate) fn permission_matches(
         &self,
         permission: &CompiledPermission,
         request: &RequestInfo<'_>,
     ) -> Option<bool> {
+        if self.sabotaged(Sabotage::CaseSensitiveHeaders) {
+            return Some(permission.matches_case_sensitively(request));
+        }
         (self.sabotaged(Sabotage::IgnoreGrpcPaths) && is_grpc(request.headers))
             .then(|| permission.matches_ignoring_path(request))
     }

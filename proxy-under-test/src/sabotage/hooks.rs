@@ -19,7 +19,7 @@ use crate::agent::types::AgentProxy;
 use crate::authz::{Decision, DefaultPolicy, IntentionSet};
 use crate::dataplane::l7::Body;
 use crate::knobs::Knobs;
-use crate::mesh::MeshEntry;
+use crate::mesh::{MeshEntry, TlsBounds};
 use crate::normalize::{EscapedSlashes, PathNormalization};
 use crate::snapshot::{Endpoint, LocalApp, Snapshot};
 use crate::spiffe::{ServiceId, service_id_of_cert};
@@ -147,6 +147,20 @@ impl Hooks {
             None
         } else {
             read
+        }
+    }
+
+    /// `ignore-outgoing-tls-bounds`: upstream connections at TLS 1.2-1.3 with every suite.
+    pub(crate) fn tls_outgoing<'a>(&self, configured: &'a TlsBounds) -> &'a TlsBounds {
+        static NO_BOUNDS: TlsBounds = TlsBounds {
+            min: None,
+            max: None,
+            cipher_suites: Vec::new(),
+        };
+        if self.has(Sabotage::IgnoreOutgoingTlsBounds) {
+            &NO_BOUNDS
+        } else {
+            configured
         }
     }
 

@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 62] = [
+const CATALOGUE: [&str; 66] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -80,6 +80,10 @@ const CATALOGUE: [&str; 62] = [
     "pass-spoofed-xfcc",
     "require-ca-spiffe-san",
     "skip-agent-tls-verify",
+    "ignore-mesh-destinations-only",
+    "always-permissive",
+    "ignore-outgoing-tls-bounds",
+    "case-sensitive-headers",
 ];
 
 #[test]

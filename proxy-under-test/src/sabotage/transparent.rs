@@ -1,6 +1,8 @@
 //! Broken transparent mode: `ignore-original-dst` (everything to the first upstream),
-//! `forward-unknown` (unknown destinations to the first upstream instead of a refusal) and
-//! `ignore-implicit-upstreams` (no upstreams from intentions).
+//! `forward-unknown` (unknown destinations to the first upstream instead of a refusal),
+//! `ignore-implicit-upstreams` (no upstreams from intentions), `ignore-mesh-destinations-only`
+//! (passthrough whatever the mesh entry says) and `always-permissive` (plaintext to the app's
+//! port whatever `MutualTLSMode` says).
 
 use super::{Hooks, Sabotage};
 use crate::dataplane::transparent::Route;
@@ -32,6 +34,16 @@ impl Hooks {
             return None;
         }
         first_upstream(snap)
+    }
+
+    /// `ignore-mesh-destinations-only`: never (destinations outside the mesh pass through).
+    pub(crate) fn mesh_destinations_only(&self, configured: bool) -> bool {
+        configured && !self.has(Sabotage::IgnoreMeshDestinationsOnly)
+    }
+
+    /// `always-permissive`: always.
+    pub(crate) fn permissive(&self, configured: bool) -> bool {
+        configured || self.has(Sabotage::AlwaysPermissive)
     }
 }
 

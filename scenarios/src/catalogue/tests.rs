@@ -110,6 +110,9 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "mesh-request-normalization",
             "mesh-xfcc",
             "mesh-tls-versions",
+            "mesh-destinations-only",
+            "mesh-permissive-mtls",
+            "mesh-tls-outgoing",
         ],
     ),
 ];

@@ -212,6 +212,14 @@ pub struct InstanceSpec {
     /// How it answers HTTP requests (`http`, `http2`, `grpc`), and whether it accepts at all.
     #[serde(default)]
     pub answer: Answer,
+    /// The only TLS version it speaks (`1.2` or `1.3`; default both): for the `mesh` entry's
+    /// `TLS.Outgoing` floor and ceiling.
+    #[serde(default)]
+    pub tls_version: Option<String>,
+    /// The only TLS 1.2 cipher suites it accepts (IANA names; default every one rustls has):
+    /// for the `mesh` entry's `TLS.Outgoing.CipherSuites`.
+    #[serde(default)]
+    pub cipher_suites: Vec<String>,
 }
 
 /// An intention in shorthand.

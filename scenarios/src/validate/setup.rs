@@ -164,6 +164,17 @@ pub(crate) fn check_instance(
             return Err(FieldError::new(at.key("meta"), "an empty key"));
         }
     }
+    if let Some(v) = &inst.tls_version {
+        one_of(&at.key("tls_version"), v, &["1.2", "1.3"])?;
+    }
+    for (i, c) in inst.cipher_suites.iter().enumerate() {
+        if !c.starts_with("TLS_") || c.contains(char::is_whitespace) {
+            return Err(FieldError::new(
+                at.key("cipher_suites").index(i),
+                "must be an IANA cipher suite name, e.g. TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+            ));
+        }
+    }
     super::route::check_instance_answer(at, inst)
 }
 

@@ -60,6 +60,8 @@ fn setup() -> Setup {
             meta: Default::default(),
             tags: Vec::new(),
             answer: scenarios::Answer::default(),
+            tls_version: None,
+            cipher_suites: vec![],
         }],
         intentions: vec![IntentionSpec {
             source: "web".into(),
@@ -258,6 +260,8 @@ fn registration_bodies_snapshot() {
                 meta: Default::default(),
                 tags: Vec::new(),
                 answer: scenarios::Answer::default(),
+                tls_version: None,
+                cipher_suites: vec![],
             },
             "127.0.0.1",
             9301,

@@ -55,7 +55,9 @@ pub(crate) const DEFAULT_OUTBOUND_PORT: u16 = 15001;
 pub(crate) const VIRTUAL_TAG: &str = "consul-virtual";
 
 /// The outbound listener when the registration is in transparent mode (`127.0.0.1`, port from
-/// `TransparentProxy.OutboundListenerPort`, 0/absent = 15001); `None` for `""`/`direct`.
+/// `TransparentProxy.OutboundListenerPort`, 0/absent = 15001) and whether `MutualTLSMode` is
+/// `permissive`; `None` for `""`/`direct` (Consul adds the plaintext chain in transparent mode
+/// only: golden `connect-proxy-without-tproxy-and-permissive-mtls` has none).
 pub(crate) fn transparent(proxy: &AgentProxy) -> Option<Transparent> {
     if proxy.mode != "transparent" {
         return None;
@@ -67,6 +69,7 @@ pub(crate) fn transparent(proxy: &AgentProxy) -> Option<Transparent> {
         .unwrap_or(DEFAULT_OUTBOUND_PORT);
     Some(Transparent {
         outbound: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
+        permissive: proxy.mutual_tls_mode == "permissive",
     })
 }
 
@@ -128,6 +131,21 @@ mod tests {
             .unwrap()
             .proxy
             .unwrap()
+    }
+
+    #[test]
+    fn permissive_only_with_the_mode_in_transparent_mode() {
+        let p = |v: serde_json::Value| transparent(&proxy(&v)).map(|t| t.permissive);
+        assert_eq!(p(json!({"MutualTLSMode": "permissive"})), None);
+        assert_eq!(p(json!({"Mode": "transparent"})), Some(false));
+        assert_eq!(
+            p(json!({"Mode": "transparent", "MutualTLSMode": "strict"})),
+            Some(false)
+        );
+        assert_eq!(
+            p(json!({"Mode": "transparent", "MutualTLSMode": "permissive"})),
+            Some(true)
+        );
     }
 
     #[test]

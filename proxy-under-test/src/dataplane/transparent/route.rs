@@ -1,6 +1,6 @@
 //! Pure mapping of a transparent connection's original destination to what the proxy does with
 //! it: a mesh upstream (by virtual IP, or by an instance's address), a `DialedDirectly` instance,
-//! plain-TCP passthrough (knob `transparent_passthrough`), or a refusal.
+//! plain-TCP passthrough (unless the `mesh` entry sets `MeshDestinationsOnly`), or a refusal.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -106,7 +106,12 @@ pub(crate) fn route<'a>(snap: &'a Snapshot, own: &[SocketAddr], dst: SocketAddr)
     if let Some(route) = mesh(snap, canonical) {
         return route;
     }
-    if snap.knobs.transparent_passthrough {
+    // Consul's outbound listener keeps the `original_destination` passthrough chain unless the
+    // mesh entry sets `TransparentProxy.MeshDestinationsOnly` (agent/xds/listeners.go).
+    if !snap
+        .hooks
+        .mesh_destinations_only(snap.mesh.mesh_destinations_only)
+    {
         return Route::Passthrough;
     }
     if let Some(route) = snap.hooks.unknown_destination(snap) {

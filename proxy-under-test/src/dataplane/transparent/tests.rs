@@ -55,6 +55,7 @@ fn transparent_snapshot(
     let mut s = snapshot(ca, app, vec![], DefaultPolicy::ALLOW, knobs, ups);
     s.transparent = Some(Transparent {
         outbound: "127.0.0.1:0".parse().unwrap(),
+        permissive: false,
     });
     s
 }
@@ -139,7 +140,7 @@ fn an_instance_address_maps_to_its_upstream_dialing_it_first() {
         Some(("api", Some("n3/api-1")))
     );
     // The instance's IP on another port is not that instance (it does not allow direct dials).
-    assert_eq!(to(&snap, "10.0.0.5:8080"), Route::Refuse(Refusal::Unknown));
+    assert_eq!(to(&snap, "10.0.0.5:8080"), Route::Passthrough);
 }
 
 #[test]
@@ -162,8 +163,9 @@ fn dialed_directly_instances_are_reached_at_the_original_destination() {
 }
 
 #[test]
-fn unknown_destinations_are_refused_unless_passthrough_is_on() {
-    let snap = mesh_snapshot(Knobs::default());
+fn unknown_destinations_pass_through_unless_mesh_destinations_only() {
+    let mut snap = mesh_snapshot(Knobs::default());
+    snap.mesh.mesh_destinations_only = true;
     for dst in [
         "93.184.216.34:443",
         "240.0.0.3:80",
@@ -172,10 +174,8 @@ fn unknown_destinations_are_refused_unless_passthrough_is_on() {
     ] {
         assert_eq!(to(&snap, dst), Route::Refuse(Refusal::Unknown), "{dst}");
     }
-    let open = mesh_snapshot(Knobs {
-        transparent_passthrough: true,
-        ..Knobs::default()
-    });
+    // Consul's default (no mesh entry): the `original_destination` passthrough.
+    let open = mesh_snapshot(Knobs::default());
     assert_eq!(to(&open, "93.184.216.34:443"), Route::Passthrough);
     assert_eq!(
         upstream_of(&to(&open, "240.0.0.1:80")),
@@ -186,10 +186,7 @@ fn unknown_destinations_are_refused_unless_passthrough_is_on() {
 
 #[test]
 fn the_listener_itself_is_refused_even_with_passthrough() {
-    let open = mesh_snapshot(Knobs {
-        transparent_passthrough: true,
-        ..Knobs::default()
-    });
+    let open = mesh_snapshot(Knobs::default());
     assert_eq!(to(&open, OWN), Route::Refuse(Refusal::OwnListener));
     assert_eq!(
         to(&open, "[::ffff:127.0.0.1]:15001"),

@@ -1,5 +1,6 @@
 //! Broken transparent-mode mapping against the reference: `ignore-original-dst` sends everything
-//! to the first upstream, `forward-unknown` sends unknown destinations there.
+//! to the first upstream, `forward-unknown` sends unknown destinations there,
+//! `ignore-mesh-destinations-only` passes them through, `always-permissive` ignores the mode.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -37,7 +38,9 @@ fn snap(set: Sabotages) -> Snapshot {
     );
     s.transparent = Some(Transparent {
         outbound: "127.0.0.1:15001".parse().unwrap(),
+        permissive: false,
     });
+    s.mesh.mesh_destinations_only = true;
     s.hooks = Hooks::new(set);
     s
 }
@@ -77,4 +80,23 @@ fn forward_unknown_sends_unknown_destinations_to_the_first_upstream() {
         "mesh mapping intact"
     );
     assert_eq!(goes_to(&bad, "127.0.0.1:15001"), Err(Refusal::OwnListener));
+}
+
+#[test]
+fn ignore_mesh_destinations_only_passes_unknown_destinations_through() {
+    let good = snap(Sabotages::NONE);
+    let bad = snap(Sabotage::IgnoreMeshDestinationsOnly.into());
+    assert!(good.mesh.mesh_destinations_only && bad.mesh.mesh_destinations_only);
+    assert_eq!(goes_to(&good, "10.9.9.9:80"), Err(Refusal::Unknown));
+    assert_eq!(goes_to(&bad, "10.9.9.9:80").as_deref(), Ok("passthrough"));
+    assert_eq!(goes_to(&bad, "240.0.0.2:80").as_deref(), Ok("api"));
+}
+
+#[test]
+fn always_permissive_ignores_the_mode() {
+    let good = snap(Sabotages::NONE);
+    let bad = snap(Sabotage::AlwaysPermissive.into());
+    assert!(!good.hooks.permissive(false));
+    assert!(bad.hooks.permissive(false));
+    assert!(good.hooks.permissive(true));
 }

@@ -1,6 +1,7 @@
 //! The outbound listener in a running data plane, the original destination injected through
 //! the test seam (`DataPlane::with_original_dst`): mesh destinations over mTLS, identities
-//! checked, unknown and self-dials refused and counted, passthrough.
+//! checked, unknown and self-dials refused and counted, passthrough; and the public listener's
+//! plaintext path in permissive mTLS.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -141,7 +142,8 @@ async fn the_outbound_listener_maps_original_destinations() {
         )],
     );
     let app = echo_app().await;
-    let snap = transparent_snapshot(&ca, app, vec![up, imp, pay], Knobs::default());
+    let mut snap = transparent_snapshot(&ca, app, vec![up, imp, pay], Knobs::default());
+    snap.mesh.mesh_destinations_only = true;
     let (_tx, dp, metrics) = start(snap).await;
     let l = dp.transparent_addr().expect("transparent listener bound");
     // Virtual IP, any port: mTLS to a cache instance.
@@ -172,11 +174,9 @@ async fn passthrough_dials_unknown_destinations_in_plain_tcp() {
     let ca = TestCa::new("Consul CA 1");
     let app = echo_app().await;
     let outside = echo_app().await;
-    let knobs = Knobs {
-        transparent_passthrough: true,
-        ..Knobs::default()
-    };
-    let (_tx, dp, metrics) = start(transparent_snapshot(&ca, app, vec![], knobs)).await;
+    // No mesh entry: Consul's default, `MeshDestinationsOnly = false`.
+    let snap = transparent_snapshot(&ca, app, vec![], Knobs::default());
+    let (_tx, dp, metrics) = start(snap).await;
     let l = dp.transparent_addr().unwrap();
     let s = dial_as(l, Some(outside)).await;
     assert_eq!(exchange(s).await.as_deref(), Ok("hello"));
@@ -198,4 +198,28 @@ async fn no_transparent_listener_outside_transparent_mode() {
     );
     let (_tx, dp, _) = start(snap).await;
     assert_eq!(dp.transparent_addr(), None);
+}
+
+/// Permissive mTLS: plaintext on the public listener whose original destination is the app's
+/// port reaches the app; headed for the public port itself (how mesh clients dial) or in strict
+/// mode, plaintext meets the TLS handshake and is closed.
+#[tokio::test]
+async fn permissive_mode_takes_plaintext_for_the_apps_port_only() {
+    let ca = TestCa::new("Consul CA 1");
+    let app = echo_app().await;
+    let mut snap = transparent_snapshot(&ca, app, vec![], Knobs::default());
+    snap.transparent.as_mut().unwrap().permissive = true;
+    let (tx, dp, _) = start(snap.clone()).await;
+    let public = dp.inbound_addr();
+    let to_app = dial_as(public, Some(app)).await;
+    assert_eq!(exchange(to_app).await.as_deref(), Ok("hello"));
+    // A TLS alert or a close, never the app's echo.
+    let to_public = dial_as(public, Some(public)).await;
+    assert_ne!(exchange(to_public).await.as_deref(), Ok("hello"));
+    let unknown = dial_as(public, None).await;
+    assert_ne!(exchange(unknown).await.as_deref(), Ok("hello"));
+    snap.transparent.as_mut().unwrap().permissive = false;
+    tx.send(Some(Arc::new(snap))).unwrap();
+    let strict = dial_as(public, Some(app)).await;
+    assert_ne!(exchange(strict).await.as_deref(), Ok("hello"), "strict");
 }
