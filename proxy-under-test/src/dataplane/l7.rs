@@ -1,5 +1,6 @@
-//! L7 inbound over the terminated mTLS stream: HTTP/1.1 for `http`, HTTP/2 (ALPN `h2`, or
-//! HTTP/1.1, told apart by the connection preface) for `http2` and `grpc`. Every request (every
+//! L7 inbound over the terminated mTLS stream: HTTP/1.1 or HTTP/2 (ALPN `h2`, or prior
+//! knowledge), told apart by the connection preface, for `http`, `http2` and `grpc` alike, as
+//! Envoy's codec `AUTO` does. Every request (every
 //! HTTP/2 stream) has its path normalized as Envoy does (`crate::normalize`), then is authorized
 //! on its own against the newest snapshot's intentions, so a change
 //! applies to the next request or stream on a connection that is already open; refused ones get
@@ -212,25 +213,18 @@ pub(crate) async fn serve(
         async move { fwd.handle(req).await }
     });
     let io = TokioIo::new(stream);
-    let end = if snap.knobs.protocol.is_h2() {
-        let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-        builder
-            .http1()
-            .keep_alive(true)
-            .timer(TokioTimer::new())
-            .header_read_timeout(snap.knobs.request_headers_timeout);
-        let conn = builder.serve_connection(io, svc);
-        supervise(&shared, &peer, &snap.knobs, false, conn).await
-    } else {
-        // A caller that completed mTLS and then sends half a request cannot hold the
-        // connection: its headers must be in within the timeout, or the connection is closed.
-        let conn = hyper::server::conn::http1::Builder::new()
-            .keep_alive(true)
-            .timer(TokioTimer::new())
-            .header_read_timeout(snap.knobs.request_headers_timeout)
-            .serve_connection(io, svc);
-        supervise(&shared, &peer, &snap.knobs, false, conn).await
-    };
+    // Envoy's connection manager with codec `AUTO`, whatever the protocol: HTTP/2 when the
+    // caller opens with its preface (ALPN `h2`, or prior knowledge), HTTP/1.1 otherwise. A
+    // caller that completed mTLS and then sends half a request cannot hold the connection: its
+    // headers must be in within the timeout, or the connection is closed.
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .keep_alive(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(snap.knobs.request_headers_timeout);
+    let conn = builder.serve_connection(io, svc);
+    let end = supervise(&shared, &peer, &snap.knobs, false, conn).await;
     log_end(&shared, &peer, &end);
 }
 

@@ -4,7 +4,7 @@
 //! `:authority`).
 
 use http::uri::{Authority, Scheme};
-use http::{Request, Uri};
+use http::{HeaderValue, Request, Uri};
 use hyper::body::Incoming;
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -59,7 +59,10 @@ impl AppClient {
             }
             return Err(AppError::Connect("application connection closed".into()));
         }
-        // HTTP/1.1: one request at a time on the connection, so the lock is held throughout.
+        // HTTP/1.1 (also for a caller that spoke HTTP/2, as Envoy's router does for an
+        // HTTP/1.1 cluster): one request at a time on the connection, so the lock is held
+        // throughout.
+        let req = origin_form(req);
         let mut guard = self.h1.lock().await;
         let reusable = match guard.as_mut() {
             Some(s) => s.ready().await.is_ok(),
@@ -169,5 +172,25 @@ pub(crate) fn absolute<B>(mut req: Request<B>, fallback: Option<&str>) -> Reques
     if let Ok(u) = Uri::from_parts(parts) {
         *req.uri_mut() = u;
     }
+    req
+}
+
+/// `req` as HTTP/1.1 sends it: an origin-form URI, the authority (from an HTTP/2 request) moved
+/// to `Host`.
+pub(crate) fn origin_form<B>(mut req: Request<B>) -> Request<B> {
+    if let Some(auth) = req.uri().authority().cloned() {
+        if !req.headers().contains_key(http::header::HOST)
+            && let Ok(v) = HeaderValue::from_str(auth.as_str())
+        {
+            req.headers_mut().insert(http::header::HOST, v);
+        }
+        let pq = req
+            .uri()
+            .path_and_query()
+            .cloned()
+            .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
+        *req.uri_mut() = Uri::from(pq);
+    }
+    *req.version_mut() = http::Version::HTTP_11;
     req
 }

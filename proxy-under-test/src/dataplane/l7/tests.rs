@@ -2,6 +2,7 @@
 //! next request on the same keep-alive connection.
 
 mod h2;
+mod h2_to_h1;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -23,7 +23,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use rand::Rng;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::dataplane::l7::app::absolute;
+use crate::dataplane::l7::app::{absolute, origin_form};
 use crate::dataplane::l7::{Body, reply};
 use crate::dataplane::{Shared, flag_set};
 use crate::route::retry::{Outcome, backoff};
@@ -304,26 +304,6 @@ async fn forward(
         resp.headers_mut().append(http::header::SET_COOKIE, c);
     }
     Ok(resp.map(|b| snap.hooks.response_body(b)))
-}
-
-/// `req` as HTTP/1.1 sends it: an origin-form URI, the authority (from an HTTP/2 request) moved
-/// to `Host`.
-fn origin_form<B>(mut req: Request<B>) -> Request<B> {
-    if let Some(auth) = req.uri().authority().cloned() {
-        if !req.headers().contains_key(http::header::HOST)
-            && let Ok(v) = HeaderValue::from_str(auth.as_str())
-        {
-            req.headers_mut().insert(http::header::HOST, v);
-        }
-        let pq = req
-            .uri()
-            .path_and_query()
-            .cloned()
-            .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
-        *req.uri_mut() = http::Uri::from(pq);
-    }
-    *req.version_mut() = http::Version::HTTP_11;
-    req
 }
 
 /// Removes the connection-specific headers a proxy does not forward.
