@@ -13,6 +13,7 @@
 //! reset towards the application.
 
 pub(crate) mod app;
+mod framing;
 pub(crate) mod reply;
 pub(crate) mod xfcc;
 
@@ -60,6 +61,9 @@ impl Forwarder {
                 "no configuration",
             ));
         };
+        if let Some(answer) = framing::refuse(&req) {
+            return Ok(answer);
+        }
         if let Some(answer) = underscores(&snap, grpc, &mut req) {
             return Ok(answer);
         }
@@ -93,6 +97,7 @@ impl Forwarder {
         if let Some(own) = snap.leaf.certified.cert.first() {
             xfcc::apply(req.headers_mut(), forward_xfcc, own, &self.peer.chain);
         }
+        let (req, body) = framing::watch(req);
         let sent = match snap.knobs.local_request_timeout {
             None => self.app.send(&snap, req).await,
             Some(limit) => match tokio::time::timeout(limit, self.app.send(&snap, req)).await {
@@ -112,6 +117,10 @@ impl Forwarder {
         };
         match sent {
             Ok(resp) => Ok(resp.map(|b| response_body(&snap, b))),
+            Err(AppError::Request(e)) if body.failed() => {
+                tracing::info!(error = %e, "HTTP request refused: its body could not be decoded");
+                Ok(framing::bad_body())
+            }
             Err(AppError::Request(e)) if snap.knobs.protocol.is_h2() => {
                 tracing::info!(app = %snap.local_app, error = %e, "stream to the local application failed; resetting the caller's stream");
                 Err(e)

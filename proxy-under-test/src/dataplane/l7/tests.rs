@@ -3,6 +3,7 @@
 
 mod h2;
 mod h2_to_h1;
+mod smuggling;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
