@@ -170,3 +170,5 @@ fn merge_slashes(path: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod observed;
