@@ -22,6 +22,7 @@ mod abuse {
 
     mod idle;
     mod l7;
+    mod normalization;
     mod tls;
     mod upstream;
 }
