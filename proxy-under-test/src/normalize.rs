@@ -169,6 +169,6 @@ fn merge_slashes(path: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod observed;
+#[cfg(test)]
+mod tests;
