@@ -14,6 +14,7 @@
 
 pub(crate) mod app;
 mod framing;
+mod idle;
 pub(crate) mod reply;
 pub(crate) mod xfcc;
 
@@ -98,6 +99,14 @@ impl Forwarder {
             xfcc::apply(req.headers_mut(), forward_xfcc, own, &self.peer.chain);
         }
         let (req, body) = framing::watch(req);
+        let (req, idle) = match snap.knobs.inbound_idle_timeout() {
+            Some(limit) => {
+                let (parts, b) = req.into_parts();
+                let (b, expired) = idle::wrap(b, limit);
+                (Request::from_parts(parts, b.boxed_unsync()), Some(expired))
+            }
+            None => (req.map(|b| b.map_err(Into::into).boxed_unsync()), None),
+        };
         let sent = match snap.knobs.local_request_timeout {
             None => self.app.send(&snap, req).await,
             Some(limit) => match tokio::time::timeout(limit, self.app.send(&snap, req)).await {
@@ -117,6 +126,11 @@ impl Forwarder {
         };
         match sent {
             Ok(resp) => Ok(resp.map(|b| response_body(&snap, b))),
+            Err(AppError::Request(e)) if idle.as_ref().is_some_and(idle::Expired::happened) => {
+                self.app.forget().await;
+                tracing::info!(error = %e, "HTTP request abandoned: the caller stopped sending its body");
+                Ok(idle::timed_out(grpc))
+            }
             Err(AppError::Request(e)) if body.failed() => {
                 tracing::info!(error = %e, "HTTP request refused: its body could not be decoded");
                 Ok(framing::bad_body())

@@ -7,7 +7,12 @@ use http::uri::{Authority, Scheme};
 use http::{HeaderValue, Request, Uri};
 use hyper::body::Incoming;
 
-use super::Body;
+use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
+
+/// A request body on its way to the application (the caller's, watched for bad framing and
+/// for idleness).
+pub(crate) type AppBody = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -31,8 +36,8 @@ pub(crate) enum AppError {
 /// The connection to the local application of one inbound connection.
 #[derive(Default)]
 pub(crate) struct AppClient {
-    h1: Mutex<Option<http1::SendRequest<Body>>>,
-    h2: Mutex<Option<http2::SendRequest<Body>>>,
+    h1: Mutex<Option<http1::SendRequest<AppBody>>>,
+    h2: Mutex<Option<http2::SendRequest<AppBody>>>,
 }
 
 impl AppClient {
@@ -40,7 +45,7 @@ impl AppClient {
     pub(crate) async fn send(
         &self,
         snap: &Snapshot,
-        req: Request<Body>,
+        req: Request<AppBody>,
     ) -> Result<http::Response<Incoming>, AppError> {
         if snap.knobs.protocol.is_h2() {
             let mut req = absolute(req, None);
@@ -92,7 +97,7 @@ impl AppClient {
 
     /// A handle on the HTTP/2 connection (streams run concurrently; the lock is only held to
     /// (re)dial).
-    async fn h2_sender(&self, snap: &Snapshot) -> Result<http2::SendRequest<Body>, AppError> {
+    async fn h2_sender(&self, snap: &Snapshot) -> Result<http2::SendRequest<AppBody>, AppError> {
         let mut guard = self.h2.lock().await;
         if let Some(s) = guard.as_mut()
             && s.ready().await.is_ok()
@@ -117,7 +122,7 @@ async fn dial(snap: &Snapshot) -> Result<AppConn, AppError> {
 }
 
 /// An HTTP/1.1 client connection over `stream`; the connection task runs in the background.
-async fn handshake1<S>(stream: S) -> Result<http1::SendRequest<Body>, hyper::Error>
+async fn handshake1<S>(stream: S) -> Result<http1::SendRequest<AppBody>, hyper::Error>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {

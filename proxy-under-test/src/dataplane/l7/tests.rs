@@ -4,6 +4,7 @@
 mod h2;
 mod h2_to_h1;
 mod smuggling;
+mod timeouts;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

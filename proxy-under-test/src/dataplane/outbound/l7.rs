@@ -19,7 +19,7 @@ use std::time::Instant;
 use http::{HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rand::Rng;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -66,8 +66,14 @@ pub(crate) async fn serve<S>(
     let io = TokioIo::new(stream);
     let mut kill = shared.kill.clone();
     // Like Envoy's HTTP connection manager with codec AUTO: HTTP/1.1 or h2c (prior knowledge).
+    // Half a request head cannot hold the application's connection either (as on the public
+    // listener: `request_headers_timeout_ms`).
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder.http1().keep_alive(true);
+    builder
+        .http1()
+        .keep_alive(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(first.knobs.request_headers_timeout);
     let conn = builder.serve_connection(io, svc);
     tokio::select! {
         res = conn => if let Err(e) = res { tracing::debug!(error = %e, "upstream HTTP connection ended") },
