@@ -69,7 +69,8 @@ impl AppClient {
         // HTTP/1.1 (also for a caller that spoke HTTP/2, as Envoy's router does for an
         // HTTP/1.1 cluster): one request at a time on the connection, so the lock is held
         // throughout.
-        let req = origin_form(req);
+        let mut req = origin_form(req);
+        chunk_unsized_body(&mut req);
         let mut guard = self.h1.lock().await;
         let reusable = match guard.as_mut() {
             Some(s) => s.ready().await.is_ok(),
@@ -200,4 +201,23 @@ pub(crate) fn origin_form<B>(mut req: Request<B>) -> Request<B> {
     }
     *req.version_mut() = http::Version::HTTP_11;
     req
+}
+
+/// A body of unknown length that came over HTTP/2 (any method) is sent chunked: hyper's
+/// HTTP/1.1 client would drop a GET's body of unknown length, where Envoy's codec sends it
+/// chunked.
+fn chunk_unsized_body(req: &mut Request<AppBody>) {
+    use hyper::body::Body as _;
+    let h = req.headers();
+    if req.body().is_end_stream()
+        || req.body().size_hint().exact().is_some()
+        || h.contains_key(http::header::CONTENT_LENGTH)
+        || h.contains_key(http::header::TRANSFER_ENCODING)
+    {
+        return;
+    }
+    req.headers_mut().insert(
+        http::header::TRANSFER_ENCODING,
+        HeaderValue::from_static("chunked"),
+    );
 }

@@ -1,8 +1,8 @@
 //! Half a request body cannot hold a stream: with a short `stream_idle_timeout_ms` (injected),
 //! a caller that sends a request head and part of its body, then nothing, gets Envoy's
 //! `408 stream timeout` (HTTP/1.1: and the connection closed), over HTTP/1.1 and HTTP/2 (to an app
-//! that reads the whole body before answering); a body
-//! that keeps coming is unaffected.
+//! that reads the whole body before answering); a body that keeps coming is unaffected (a GET
+//! over HTTP/2, whose body of unknown length reaches the HTTP/1.1 app chunked).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -133,7 +133,7 @@ async fn a_body_that_keeps_coming_is_not_cut() {
             tokio::time::sleep(IDLE / 3).await;
         }
     });
-    let req = Request::post("https://db/public/x").body(body).unwrap();
+    let req = Request::get("https://db/public/x").body(body).unwrap();
     let resp = sender.send_request(req).await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
     let got = http_body_util::BodyExt::collect(resp.into_body())
