@@ -4,6 +4,7 @@
 //! calls the agent.
 
 mod accept;
+mod alpn;
 mod inbound;
 pub(crate) mod l7;
 mod listen;

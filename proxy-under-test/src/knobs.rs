@@ -2,7 +2,7 @@
 //!
 //! | key | default | meaning |
 //! |---|---|---|
-//! | `protocol` | `tcp` | `http` switches the inbound side to L7 over HTTP/1.1; `http2` and `grpc` to L7 over HTTP/2 (ALPN `h2`, the local app over h2c) |
+//! | `protocol` | `tcp` | `http` switches the inbound side to L7 (callers over HTTP/1.1 or HTTP/2, told apart as Envoy's codec `AUTO` does; the local app over HTTP/1.1); `http2` and `grpc` to L7 over HTTP/2 (ALPN `h2`, the local app over h2c) |
 //! | `reauthorize_interval_ms` | 1000 | re-check every open inbound connection this often (0 = only on change) |
 //! | `max_connection_lifetime_ms` | 0 (off) | close inbound connections older than this |
 //! | `local_connect_timeout_ms` | 1000 | dial timeout to the local application |
@@ -14,7 +14,9 @@
 //! | `verify_spiffe_uri` | true | false = accept any URI SAN with a `svc/<name>` segment (CA providers that cannot issue Consul SPIFFE IDs) |
 //! | `verify_trust_domain` | false | true = the peer's trust domain must equal the roots' `TrustDomain` (Consul does not check it) |
 //! | `drain_timeout_ms` | 5000 | on shutdown, wait this long for open connections |
-//! | `request_headers_timeout_ms` | 300000 | L7 inbound over HTTP/1.1: a request's headers must arrive within this (Envoy's `stream_idle_timeout` default, 5 min, closes a stream that stops sending) |
+//! | `request_headers_timeout_ms` | 300000 | L7 listeners over HTTP/1.1 (public and upstream): a request's headers must arrive within this (Envoy's `stream_idle_timeout` default, 5 min, closes a stream that stops sending) |
+//! | `stream_idle_timeout_ms` | 300000 | L7 inbound: a request body silent this long fails the request with Envoy's `408 stream timeout` and closes the connection (Envoy's HCM `stream_idle_timeout` default, 5 min, which Consul leaves unset; 0 = none) |
+//! | `local_idle_timeout_ms` | unset | Consul's key: the public listener route's `idle_timeout`, which replaces `stream_idle_timeout_ms` for requests to the local app (0 = none) |
 //! | `metrics_bind_addr` | unset | `host:port` for a Prometheus text endpoint at `/metrics` |
 //!
 //! Numbers may be JSON numbers or numeric strings; bad values fall back to the default with a
@@ -103,6 +105,10 @@ pub struct Knobs {
     pub metrics_bind_addr: Option<SocketAddr>,
     /// `request_headers_timeout_ms`.
     pub request_headers_timeout: Duration,
+    /// `stream_idle_timeout_ms` (None = no limit).
+    pub stream_idle_timeout: Option<Duration>,
+    /// `local_idle_timeout_ms` (Some(zero) = no limit; None = `stream_idle_timeout`).
+    pub local_idle_timeout: Option<Duration>,
 }
 
 impl Default for Knobs {
@@ -122,6 +128,8 @@ impl Default for Knobs {
             drain_timeout: Duration::from_millis(5000),
             metrics_bind_addr: None,
             request_headers_timeout: Duration::from_millis(300_000),
+            stream_idle_timeout: Some(Duration::from_millis(300_000)),
+            local_idle_timeout: None,
         }
     }
 }
@@ -150,6 +158,16 @@ fn as_bool(v: &Value) -> Option<bool> {
 }
 
 impl Knobs {
+    /// How long a request body to the local application may stay silent: the route's
+    /// `local_idle_timeout_ms` when set, else the connection manager's `stream_idle_timeout_ms`.
+    pub fn inbound_idle_timeout(&self) -> Option<Duration> {
+        match self.local_idle_timeout {
+            Some(d) if d.is_zero() => None,
+            Some(d) => Some(d),
+            None => self.stream_idle_timeout,
+        }
+    }
+
     /// Reads knobs from `Proxy.Config` (absent keys keep their defaults).
     pub fn from_config(config: &Map<String, Value>) -> Self {
         let mut k = Self::default();
@@ -183,6 +201,12 @@ impl Knobs {
         }
         if let Some(v) = ms("request_headers_timeout_ms").filter(|v| *v > 0) {
             k.request_headers_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = ms("stream_idle_timeout_ms") {
+            k.stream_idle_timeout = (v > 0).then(|| Duration::from_millis(v));
+        }
+        if let Some(v) = ms("local_idle_timeout_ms") {
+            k.local_idle_timeout = Some(Duration::from_millis(v));
         }
         if let Some(v) = ms("local_request_timeout_ms") {
             k.local_request_timeout = (v > 0).then(|| Duration::from_millis(v));
@@ -286,5 +310,18 @@ mod tests {
         assert_eq!(k.max_inbound_connections, None, "0 = no limit");
         assert_eq!(k.local_request_timeout, None, "0 = no timeout");
         assert!(!k.exact_balance, "unknown balance values are ignored");
+    }
+
+    #[test]
+    fn idle_timeouts_follow_envoys_defaults_and_consuls_route_key() {
+        let k = Knobs::default();
+        assert_eq!(k.inbound_idle_timeout(), Some(Duration::from_secs(300)));
+        let cfg = |j: &str| Knobs::from_config(&serde_json::from_str(j).unwrap());
+        let k = cfg(r#"{"stream_idle_timeout_ms": 0}"#);
+        assert_eq!(k.inbound_idle_timeout(), None, "0 = none");
+        let k = cfg(r#"{"stream_idle_timeout_ms": 100, "local_idle_timeout_ms": 250}"#);
+        assert_eq!(k.inbound_idle_timeout(), Some(Duration::from_millis(250)));
+        let k = cfg(r#"{"stream_idle_timeout_ms": 100, "local_idle_timeout_ms": 0}"#);
+        assert_eq!(k.inbound_idle_timeout(), None, "the route's 0 disables it");
     }
 }

@@ -5,8 +5,10 @@
 //! 1. a path with a fragment (`#`) is rejected;
 //! 2. `PathWithEscapedSlashesAction`: `%2F`/`%5C` (any case) kept (the default), rejected, or
 //!    unescaped and then forwarded or redirected;
-//! 3. `normalize_path` (on unless `InsecureDisablePathNormalization`): RFC 3986 dot-segment
-//!    removal, `\` to `/`, %-escapes of unreserved characters decoded, characters that may not
+//! 3. `normalize_path` (on unless `InsecureDisablePathNormalization`): a segment that is a
+//!    literal `.` or `..` followed by `;` and path parameters counts as that dot segment (its
+//!    parameters dropped: Envoy 1.40 forwards `/x/..;p/admin` as `/admin`), then RFC 3986
+//!    dot-segment removal, `\` to `/`, %-escapes of unreserved characters decoded, characters that may not
 //!    stand in a path escaped: Envoy's snapshot of Chromium's `CanonicalizePath`
 //!    (`source/common/chromium_url/url_canon_path.cc`), applied to the path only, the query kept;
 //! 4. `MergeSlashes`: runs of `/` merged (off by default; not part of RFC 3986).
@@ -90,6 +92,9 @@ impl PathNormalization {
             path = unescaped.into();
         }
         if self.normalize_path {
+            if let Some(plain) = dot_segment_params(&path) {
+                path = plain.into();
+            }
             match canonical::canonicalize(&path) {
                 Some(Cow::Owned(c)) => path = Cow::Owned(c),
                 Some(Cow::Borrowed(_)) => {}
@@ -112,6 +117,28 @@ impl PathNormalization {
             PathAction::Forward(full)
         }
     }
+}
+
+/// Segments (split at `/` only) that are a literal `.` or `..` followed by `;` and anything up
+/// to the next `/`, reduced to the dot segment, as Envoy 1.40 resolves them (observed: `/y/..;x/z`
+/// reaches the app as `/z`, `/y/.;/z` as `/y/z`, `/y/..;x\z` as `/`; escaped dots such as
+/// `.%2e;` and a `;` anywhere else are left alone); `None` when there is none.
+fn dot_segment_params(path: &str) -> Option<String> {
+    if !path.contains(".;") {
+        return None;
+    }
+    let mut changed = false;
+    let segments: Vec<&str> = path
+        .split('/')
+        .map(|s| match s.split_once(';') {
+            Some((dots @ ("." | ".."), _)) => {
+                changed = true;
+                dots
+            }
+            _ => s,
+        })
+        .collect();
+    changed.then(|| segments.join("/"))
 }
 
 /// Envoy's `maybeUnescapeSlashes`: `%2F`/`%2f` to `/` and `%5C`/`%5c` to `\`; `None` when
@@ -141,5 +168,7 @@ fn merge_slashes(path: &str) -> Option<String> {
     Some(format!("{prefix}{}{suffix}", segments.join("/")))
 }
 
+#[cfg(test)]
+mod observed;
 #[cfg(test)]
 mod tests;

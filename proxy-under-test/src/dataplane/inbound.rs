@@ -13,7 +13,6 @@ use rustls_pki_types::{CertificateDer, UnixTime};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Instant, timeout};
-use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
 use super::local::{self, AppConn};
@@ -238,9 +237,13 @@ async fn handle(
             return;
         }
     };
-    let acceptor = TlsAcceptor::from(tls.config.clone());
     let wire = Wire::with_capacity(WIRE_READ_BUF, tcp);
-    let mut stream = match timeout(snap.knobs.handshake_timeout, acceptor.accept(wire)).await {
+    let mut stream = match timeout(
+        snap.knobs.handshake_timeout,
+        super::alpn::accept(tls.config.clone(), wire),
+    )
+    .await
+    {
         Err(_) => {
             shared.metrics.refused(RefuseReason::HandshakeTimeout);
             tracing::info!(peer = %addr, "inbound refused: TLS handshake timed out");

@@ -1,5 +1,6 @@
-//! L7 inbound over the terminated mTLS stream: HTTP/1.1 for `http`, HTTP/2 (ALPN `h2`, or
-//! HTTP/1.1, told apart by the connection preface) for `http2` and `grpc`. Every request (every
+//! L7 inbound over the terminated mTLS stream: HTTP/1.1 or HTTP/2 (ALPN `h2`, or prior
+//! knowledge), told apart by the connection preface, for `http`, `http2` and `grpc` alike, as
+//! Envoy's codec `AUTO` does. Every request (every
 //! HTTP/2 stream) has its path normalized as Envoy does (`crate::normalize`), then is authorized
 //! on its own against the newest snapshot's intentions, so a change
 //! applies to the next request or stream on a connection that is already open; refused ones get
@@ -12,6 +13,8 @@
 //! reset towards the application.
 
 pub(crate) mod app;
+mod framing;
+mod idle;
 pub(crate) mod reply;
 pub(crate) mod xfcc;
 
@@ -59,6 +62,9 @@ impl Forwarder {
                 "no configuration",
             ));
         };
+        if let Some(answer) = framing::refuse(&req) {
+            return Ok(answer);
+        }
         if let Some(answer) = underscores(&snap, grpc, &mut req) {
             return Ok(answer);
         }
@@ -92,6 +98,15 @@ impl Forwarder {
         if let Some(own) = snap.leaf.certified.cert.first() {
             xfcc::apply(req.headers_mut(), forward_xfcc, own, &self.peer.chain);
         }
+        let (req, body) = framing::watch(req);
+        let (req, idle) = match snap.knobs.inbound_idle_timeout() {
+            Some(limit) => {
+                let (parts, b) = req.into_parts();
+                let (b, expired) = idle::wrap(b, limit);
+                (Request::from_parts(parts, b.boxed_unsync()), Some(expired))
+            }
+            None => (req.map(|b| b.map_err(Into::into).boxed_unsync()), None),
+        };
         let sent = match snap.knobs.local_request_timeout {
             None => self.app.send(&snap, req).await,
             Some(limit) => match tokio::time::timeout(limit, self.app.send(&snap, req)).await {
@@ -111,6 +126,15 @@ impl Forwarder {
         };
         match sent {
             Ok(resp) => Ok(resp.map(|b| response_body(&snap, b))),
+            Err(AppError::Request(e)) if idle.as_ref().is_some_and(idle::Expired::happened) => {
+                self.app.forget().await;
+                tracing::info!(error = %e, "HTTP request abandoned: the caller stopped sending its body");
+                Ok(idle::timed_out(grpc))
+            }
+            Err(AppError::Request(e)) if body.failed() => {
+                tracing::info!(error = %e, "HTTP request refused: its body could not be decoded");
+                Ok(framing::bad_body())
+            }
             Err(AppError::Request(e)) if snap.knobs.protocol.is_h2() => {
                 tracing::info!(app = %snap.local_app, error = %e, "stream to the local application failed; resetting the caller's stream");
                 Err(e)
@@ -212,25 +236,18 @@ pub(crate) async fn serve(
         async move { fwd.handle(req).await }
     });
     let io = TokioIo::new(stream);
-    let end = if snap.knobs.protocol.is_h2() {
-        let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-        builder
-            .http1()
-            .keep_alive(true)
-            .timer(TokioTimer::new())
-            .header_read_timeout(snap.knobs.request_headers_timeout);
-        let conn = builder.serve_connection(io, svc);
-        supervise(&shared, &peer, &snap.knobs, false, conn).await
-    } else {
-        // A caller that completed mTLS and then sends half a request cannot hold the
-        // connection: its headers must be in within the timeout, or the connection is closed.
-        let conn = hyper::server::conn::http1::Builder::new()
-            .keep_alive(true)
-            .timer(TokioTimer::new())
-            .header_read_timeout(snap.knobs.request_headers_timeout)
-            .serve_connection(io, svc);
-        supervise(&shared, &peer, &snap.knobs, false, conn).await
-    };
+    // Envoy's connection manager with codec `AUTO`, whatever the protocol: HTTP/2 when the
+    // caller opens with its preface (ALPN `h2`, or prior knowledge), HTTP/1.1 otherwise. A
+    // caller that completed mTLS and then sends half a request cannot hold the connection: its
+    // headers must be in within the timeout, or the connection is closed.
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .keep_alive(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(snap.knobs.request_headers_timeout);
+    let conn = builder.serve_connection(io, svc);
+    let end = supervise(&shared, &peer, &snap.knobs, false, conn).await;
     log_end(&shared, &peer, &end);
 }
 

@@ -37,6 +37,25 @@ fn the_bypass_shapes_all_become_the_path_they_stand_for() {
 }
 
 #[test]
+fn dot_segments_with_path_parameters_are_dot_segments() {
+    // As Envoy 1.40 forwards them (observed through agent-sim's xDS).
+    assert_eq!(defaults("/x/..;/admin"), fwd("/admin"));
+    assert_eq!(defaults("/x/..;p=1/admin"), fwd("/admin"));
+    assert_eq!(defaults("/y/.;/z"), fwd("/y/z"));
+    assert_eq!(defaults("/y/..;"), fwd("/"));
+    assert_eq!(defaults("/y/.;"), fwd("/y/"));
+    assert_eq!(defaults("/y/..;x\\z"), fwd("/"));
+    assert_eq!(defaults("/y/..;/..;/z"), fwd("/z"));
+    assert_eq!(defaults("/y/..;../z"), fwd("/z"));
+    // Escaped dots, longer runs and other segments keep their `;`.
+    assert_eq!(defaults("/y/%2e%2e;/z"), fwd("/y/..;/z"));
+    assert_eq!(defaults("/y/.%2e;x/z"), fwd("/y/..;x/z"));
+    assert_eq!(defaults("/y/...;/z"), fwd("/y/...;/z"));
+    assert_eq!(defaults("/y;/z/;/x..;"), fwd("/y;/z/;/x..;"));
+    assert_eq!(defaults("/y/..;?q=/..;"), fwd("/?q=/..;"));
+}
+
+#[test]
 fn dots_that_name_nothing_stay() {
     assert_eq!(defaults("/a/.b/..c/d."), fwd("/a/.b/..c/d."));
     assert_eq!(defaults("/a/..."), fwd("/a/..."));

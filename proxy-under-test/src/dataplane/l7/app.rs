@@ -4,8 +4,15 @@
 //! `:authority`).
 
 use http::uri::{Authority, Scheme};
-use http::{Request, Uri};
+use http::{HeaderValue, Request, Uri};
 use hyper::body::Incoming;
+
+use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
+
+/// A request body on its way to the application (the caller's, watched for bad framing and
+/// for idleness).
+pub(crate) type AppBody = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -29,8 +36,8 @@ pub(crate) enum AppError {
 /// The connection to the local application of one inbound connection.
 #[derive(Default)]
 pub(crate) struct AppClient {
-    h1: Mutex<Option<http1::SendRequest<Incoming>>>,
-    h2: Mutex<Option<http2::SendRequest<Incoming>>>,
+    h1: Mutex<Option<http1::SendRequest<AppBody>>>,
+    h2: Mutex<Option<http2::SendRequest<AppBody>>>,
 }
 
 impl AppClient {
@@ -38,7 +45,7 @@ impl AppClient {
     pub(crate) async fn send(
         &self,
         snap: &Snapshot,
-        req: Request<Incoming>,
+        req: Request<AppBody>,
     ) -> Result<http::Response<Incoming>, AppError> {
         if snap.knobs.protocol.is_h2() {
             let mut req = absolute(req, None);
@@ -59,7 +66,11 @@ impl AppClient {
             }
             return Err(AppError::Connect("application connection closed".into()));
         }
-        // HTTP/1.1: one request at a time on the connection, so the lock is held throughout.
+        // HTTP/1.1 (also for a caller that spoke HTTP/2, as Envoy's router does for an
+        // HTTP/1.1 cluster): one request at a time on the connection, so the lock is held
+        // throughout.
+        let mut req = origin_form(req);
+        chunk_unsized_body(&mut req);
         let mut guard = self.h1.lock().await;
         let reusable = match guard.as_mut() {
             Some(s) => s.ready().await.is_ok(),
@@ -87,7 +98,7 @@ impl AppClient {
 
     /// A handle on the HTTP/2 connection (streams run concurrently; the lock is only held to
     /// (re)dial).
-    async fn h2_sender(&self, snap: &Snapshot) -> Result<http2::SendRequest<Incoming>, AppError> {
+    async fn h2_sender(&self, snap: &Snapshot) -> Result<http2::SendRequest<AppBody>, AppError> {
         let mut guard = self.h2.lock().await;
         if let Some(s) = guard.as_mut()
             && s.ready().await.is_ok()
@@ -112,7 +123,7 @@ async fn dial(snap: &Snapshot) -> Result<AppConn, AppError> {
 }
 
 /// An HTTP/1.1 client connection over `stream`; the connection task runs in the background.
-async fn handshake1<S>(stream: S) -> Result<http1::SendRequest<Incoming>, hyper::Error>
+async fn handshake1<S>(stream: S) -> Result<http1::SendRequest<AppBody>, hyper::Error>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -170,4 +181,43 @@ pub(crate) fn absolute<B>(mut req: Request<B>, fallback: Option<&str>) -> Reques
         *req.uri_mut() = u;
     }
     req
+}
+
+/// `req` as HTTP/1.1 sends it: an origin-form URI, the authority (from an HTTP/2 request) moved
+/// to `Host`.
+pub(crate) fn origin_form<B>(mut req: Request<B>) -> Request<B> {
+    if let Some(auth) = req.uri().authority().cloned() {
+        if !req.headers().contains_key(http::header::HOST)
+            && let Ok(v) = HeaderValue::from_str(auth.as_str())
+        {
+            req.headers_mut().insert(http::header::HOST, v);
+        }
+        let pq = req
+            .uri()
+            .path_and_query()
+            .cloned()
+            .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
+        *req.uri_mut() = Uri::from(pq);
+    }
+    *req.version_mut() = http::Version::HTTP_11;
+    req
+}
+
+/// A body of unknown length that came over HTTP/2 (any method) is sent chunked: hyper's
+/// HTTP/1.1 client would drop a GET's body of unknown length, where Envoy's codec sends it
+/// chunked.
+fn chunk_unsized_body(req: &mut Request<AppBody>) {
+    use hyper::body::Body as _;
+    let h = req.headers();
+    if req.body().is_end_stream()
+        || req.body().size_hint().exact().is_some()
+        || h.contains_key(http::header::CONTENT_LENGTH)
+        || h.contains_key(http::header::TRANSFER_ENCODING)
+    {
+        return;
+    }
+    req.headers_mut().insert(
+        http::header::TRANSFER_ENCODING,
+        HeaderValue::from_static("chunked"),
+    );
 }

@@ -2,6 +2,9 @@
 //! next request on the same keep-alive connection.
 
 mod h2;
+mod h2_to_h1;
+mod smuggling;
+mod timeouts;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

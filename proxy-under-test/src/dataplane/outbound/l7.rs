@@ -19,11 +19,11 @@ use std::time::Instant;
 use http::{HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rand::Rng;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::dataplane::l7::app::absolute;
+use crate::dataplane::l7::app::{absolute, origin_form};
 use crate::dataplane::l7::{Body, reply};
 use crate::dataplane::{Shared, flag_set};
 use crate::route::retry::{Outcome, backoff};
@@ -66,8 +66,14 @@ pub(crate) async fn serve<S>(
     let io = TokioIo::new(stream);
     let mut kill = shared.kill.clone();
     // Like Envoy's HTTP connection manager with codec AUTO: HTTP/1.1 or h2c (prior knowledge).
+    // Half a request head cannot hold the application's connection either (as on the public
+    // listener: `request_headers_timeout_ms`).
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder.http1().keep_alive(true);
+    builder
+        .http1()
+        .keep_alive(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(first.knobs.request_headers_timeout);
     let conn = builder.serve_connection(io, svc);
     tokio::select! {
         res = conn => if let Err(e) = res { tracing::debug!(error = %e, "upstream HTTP connection ended") },
@@ -304,26 +310,6 @@ async fn forward(
         resp.headers_mut().append(http::header::SET_COOKIE, c);
     }
     Ok(resp.map(|b| snap.hooks.response_body(b)))
-}
-
-/// `req` as HTTP/1.1 sends it: an origin-form URI, the authority (from an HTTP/2 request) moved
-/// to `Host`.
-fn origin_form<B>(mut req: Request<B>) -> Request<B> {
-    if let Some(auth) = req.uri().authority().cloned() {
-        if !req.headers().contains_key(http::header::HOST)
-            && let Ok(v) = HeaderValue::from_str(auth.as_str())
-        {
-            req.headers_mut().insert(http::header::HOST, v);
-        }
-        let pq = req
-            .uri()
-            .path_and_query()
-            .cloned()
-            .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
-        *req.uri_mut() = http::Uri::from(pq);
-    }
-    *req.version_mut() = http::Version::HTTP_11;
-    req
 }
 
 /// Removes the connection-specific headers a proxy does not forward.

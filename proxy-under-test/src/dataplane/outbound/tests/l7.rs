@@ -338,3 +338,43 @@ fn consecutive_failures_eject_one_of_two_endpoints_until_the_ejection_ends() {
         .collect();
     assert_eq!(ports.len(), 2, "back after the ejection time");
 }
+
+/// An application that sends half a request head to an HTTP upstream listener is cut off once
+/// `request_headers_timeout_ms` passes, as on the public listener.
+#[tokio::test]
+async fn half_a_request_head_cannot_hold_an_upstream_listener() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ca = TestCa::new("Consul CA 1");
+    let (v1, v2) = (instance(&ca, "v1").await, instance(&ca, "v2").await);
+    let mut snap = web(
+        &ca,
+        &v1,
+        &v2,
+        &chain("resolver:v1"),
+        Limits::default(),
+        None,
+    );
+    snap.knobs.request_headers_timeout = Duration::from_millis(300);
+    let (_tx, rx) = watch::channel(Some(Arc::new(snap)));
+    let dp = DataPlane::new(rx).start().await.unwrap();
+    let mut tcp = TcpStream::connect(dp.upstream_addr("db").unwrap())
+        .await
+        .unwrap();
+    tcp.write_all(b"GET / HTTP/1.1\r\nhost: db\r\nx-slow: ")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    // Generous: the close must come from the proxy's timer, not from this one.
+    let read = tokio::time::timeout(Duration::from_secs(20), tcp.read_to_end(&mut answer)).await;
+    assert!(
+        read.is_ok(),
+        "the upstream listener still holds the connection"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "closed before the timeout: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(v1.hits.load(Ordering::SeqCst), 0);
+}

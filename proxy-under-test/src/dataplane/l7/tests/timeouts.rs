@@ -1,0 +1,143 @@
+//! Half a request body cannot hold a stream: with a short `stream_idle_timeout_ms` (injected),
+//! a caller that sends a request head and part of its body, then nothing, gets Envoy's
+//! `408 stream timeout` (HTTP/1.1: and the connection closed), over HTTP/1.1 and HTTP/2 (to an app
+//! that reads the whole body before answering); a body that keeps coming is unaffected (a GET
+//! over HTTP/2, whose body of unknown length reaches the HTTP/1.1 app chunked).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::watch;
+
+use crate::authz::{DefaultPolicy, Intention};
+use crate::dataplane::{DataPlane, RunningDataPlane};
+use crate::knobs::Knobs;
+use crate::snapshot::Snapshot;
+use crate::testutil::h2::chan_body;
+use crate::testutil::*;
+
+/// An HTTP/1.1 app that reads the whole request body before it answers `read <n>`.
+async fn reading_app() -> std::net::SocketAddr {
+    use http_body_util::{BodyExt, Full};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = l.accept().await {
+            let svc = hyper::service::service_fn(|req: Request<hyper::body::Incoming>| async {
+                let body = req.into_body().collect().await?.to_bytes();
+                let text = format!("read {}", body.len());
+                Ok::<_, hyper::Error>(http::Response::new(Full::new(Bytes::from(text))))
+            });
+            tokio::spawn(async move {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), svc)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+const IDLE: Duration = Duration::from_millis(300);
+/// Generous: the close must come from the proxy's timer, not from this one.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+async fn db(ca: &TestCa, idle_ms: u64) -> (watch::Sender<Option<Arc<Snapshot>>>, RunningDataPlane) {
+    let app = reading_app().await;
+    let config = serde_json::json!({"protocol": "http", "stream_idle_timeout_ms": idle_ms});
+    let knobs = Knobs::from_config(config.as_object().unwrap());
+    let snap = snapshot(
+        ca,
+        app,
+        vec![Intention::l4("web", "db", true)],
+        DefaultPolicy::DENY,
+        knobs,
+        vec![],
+    );
+    let (tx, rx) = watch::channel(Some(Arc::new(snap)));
+    (tx, DataPlane::new(rx).start().await.unwrap())
+}
+
+#[tokio::test]
+async fn half_a_body_over_http1_gets_408_and_a_close() {
+    let ca = TestCa::new("Consul CA 1");
+    let (_tx, dp) = db(&ca, 300).await;
+    let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
+    let mut tls = connect(dp.inbound_addr(), cfg).await.unwrap();
+    tls.write_all(b"POST /public/x HTTP/1.1\r\nhost: db\r\ncontent-length: 10\r\n\r\nabc")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(PATIENCE, tls.read_to_end(&mut answer)).await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(read.is_ok(), "still open after {PATIENCE:?}: {text:?}");
+    assert!(text.starts_with("HTTP/1.1 408 "), "{text:?}");
+    assert!(text.ends_with("stream timeout"), "{text:?}");
+    assert!(
+        started.elapsed() >= IDLE - Duration::from_millis(50),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn half_a_body_over_http2_gets_408() {
+    let ca = TestCa::new("Consul CA 1");
+    let (_tx, dp) = db(&ca, 300).await;
+    let mut cfg = (*client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false)).clone();
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    let tls = connect(dp.inbound_addr(), Arc::new(cfg)).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+        .handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let (tx, body) = chan_body();
+    tx.send(Ok(Bytes::from_static(b"abc"))).await.unwrap();
+    let req = Request::post("https://db/public/x").body(body).unwrap();
+    let started = Instant::now();
+    let resp = tokio::time::timeout(PATIENCE, sender.send_request(req))
+        .await
+        .expect("an answer in time")
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::REQUEST_TIMEOUT);
+    assert!(started.elapsed() >= IDLE - Duration::from_millis(50));
+    drop(tx);
+}
+
+#[tokio::test]
+async fn a_body_that_keeps_coming_is_not_cut() {
+    let ca = TestCa::new("Consul CA 1");
+    let (_tx, dp) = db(&ca, 300).await;
+    let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
+    let mut cfg = (*cfg).clone();
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    let tls = connect(dp.inbound_addr(), Arc::new(cfg)).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+        .handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let (tx, body) = chan_body();
+    // Each chunk comes well within the idle timeout; together they take longer than it.
+    tokio::spawn(async move {
+        for _ in 0..6 {
+            if tx.send(Ok(Bytes::from_static(b"chunk"))).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(IDLE / 3).await;
+        }
+    });
+    let req = Request::get("https://db/public/x").body(body).unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let got = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap();
+    assert_eq!(got.to_bytes(), "read 30");
+}
