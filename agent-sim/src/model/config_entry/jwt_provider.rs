@@ -149,7 +149,10 @@ pub struct JwksTlsCertProviderInstance {
 pub struct JwksTlsCertTrustedCa {
     #[serde(rename = "Filename", skip_serializing_if = "String::is_empty")]
     pub filename: String,
-    #[serde(rename = "EnvironmentVariable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "EnvironmentVariable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub environment_variable: String,
     #[serde(rename = "InlineString", skip_serializing_if = "String::is_empty")]
     pub inline_string: String,
@@ -400,7 +403,10 @@ impl RemoteJwks {
             return Err("Remote JWKS URI is required".into());
         }
         if let Err(e) = parse_request_uri(&self.uri) {
-            return Err(format!("Remote JWKS URI is invalid: {e}, uri: {}", self.uri));
+            return Err(format!(
+                "Remote JWKS URI is invalid: {e}, uri: {}",
+                self.uri
+            ));
         }
         if let Some(b) = self
             .retry_policy
