@@ -105,6 +105,7 @@ pub(crate) enum Update {
     Health(HealthKey, Vec<HealthEntry>),
     Query(QueryKey, Box<QueryExecution>),
     Mesh(Option<Box<MeshEntry>>),
+    JwtProviders(Vec<crate::jwt::provider::ProviderEntry>),
 }
 
 /// Aborts its task when dropped.
@@ -204,6 +205,20 @@ async fn run(
                 },
             ))),
             Task(tokio::spawn(watches::index_watch(
+                "jwt_providers",
+                t,
+                m.clone(),
+                tx.clone(),
+                Update::JwtProviders,
+                {
+                    let c = c.clone();
+                    move |i| {
+                        let c = c.clone();
+                        async move { c.jwt_providers(i, t.wait).await }
+                    }
+                },
+            ))),
+            Task(tokio::spawn(watches::index_watch(
                 "roots",
                 t,
                 m,
@@ -245,6 +260,11 @@ async fn run(
 
 fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
     match update {
+        Update::JwtProviders(entries) => {
+            tracing::info!(providers = entries.len(), "jwt-provider entries loaded");
+            let weakened = state.hooks.jwt_weakened();
+            state.jwt = Some(Arc::new(crate::jwt::Verifier::new(entries, weakened)));
+        }
         Update::Mesh(entry) => {
             tracing::info!(present = entry.is_some(), "mesh config entry loaded");
             state.mesh = Some(entry.map(|e| *e));

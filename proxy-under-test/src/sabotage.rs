@@ -209,11 +209,19 @@ pub enum Sabotage {
     /// `skip-agent-tls-verify`: an `https://` agent's certificate is not verified (any CA, any
     /// name), as with `CONSUL_HTTP_SSL_VERIFY=false`.
     SkipAgentTlsVerify,
+    /// `jwt-skip-verify`: any decodable JWT counts as verified (no signature, expiry, issuer
+    /// or audience check), so forged, expired and foreign tokens reach the application.
+    JwtSkipVerify,
+    /// `jwt-ignore-claims`: an intention's or permission's `VerifyClaims` are not checked.
+    JwtIgnoreClaims,
+    /// `jwt-stale-jwks`: a remote JWKS is fetched once and kept for ever (its `CacheDuration`
+    /// ignored), so a key rotation at the issuer is never followed.
+    JwtStaleJwks,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 61] = [
+    pub const ALL: [Self; 64] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -275,6 +283,9 @@ impl Sabotage {
         Self::PassSpoofedXfcc,
         Self::RequireCaSpiffeSan,
         Self::SkipAgentTlsVerify,
+        Self::JwtSkipVerify,
+        Self::JwtIgnoreClaims,
+        Self::JwtStaleJwks,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -341,6 +352,9 @@ impl Sabotage {
             Self::PassSpoofedXfcc => "pass-spoofed-xfcc",
             Self::RequireCaSpiffeSan => "require-ca-spiffe-san",
             Self::SkipAgentTlsVerify => "skip-agent-tls-verify",
+            Self::JwtSkipVerify => "jwt-skip-verify",
+            Self::JwtIgnoreClaims => "jwt-ignore-claims",
+            Self::JwtStaleJwks => "jwt-stale-jwks",
         }
     }
 

@@ -99,6 +99,9 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "pass-spoofed-xfcc",
     "require-ca-spiffe-san",
     "skip-agent-tls-verify",
+    "jwt-skip-verify",
+    "jwt-ignore-claims",
+    "jwt-stale-jwks",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

@@ -111,6 +111,8 @@ pub(crate) struct State {
     /// The `mesh` config entry: `None` until the first read, then `Some(None)` when no entry
     /// exists (Consul's `MeshConfigSet`: a snapshot waits for it).
     pub(crate) mesh: Option<Option<MeshEntry>>,
+    /// The `jwt-provider` entries: `None` until the first read.
+    pub(crate) jwt: Option<Arc<crate::jwt::Verifier>>,
     /// The hooks every snapshot carries (and the control plane asks while assembling).
     pub(crate) hooks: Hooks,
 }
@@ -377,6 +379,7 @@ impl State {
         let proxy = svc.proxy.as_ref()?;
         let (leaf, roots) = (self.leaf.clone()?, self.roots.clone()?);
         let (intentions, default_policy) = (self.intentions.clone()?, self.policy?);
+        let jwt = self.jwt.clone()?;
         if intentions.destination() != proxy.destination_service_name {
             return None;
         }
@@ -451,6 +454,7 @@ impl State {
             transparent: transparent::transparent(proxy),
             path_normalization: mesh.path_normalization(),
             mesh: mesh.settings(),
+            jwt,
             hooks: self.hooks.clone(),
         })
     }
