@@ -72,12 +72,14 @@ where
 pub struct JwtResults {
     verified: BTreeMap<String, (String, Value)>,
     ignore_claims: bool,
+    skip_issuer: bool,
 }
 
 /// No token verified (requests on services without JWT requirements).
 pub static NO_JWT: JwtResults = JwtResults {
     verified: BTreeMap::new(),
     ignore_claims: false,
+    skip_issuer: false,
 };
 
 impl JwtResults {
@@ -94,7 +96,7 @@ impl JwtResults {
                     .and_then(Value::as_str)
                     == Some(want)
             };
-            claim(&["iss".to_owned()], issuer)
+            (self.skip_issuer || claim(&["iss".to_owned()], issuer))
                 && (self.ignore_claims || p.verify_claims.iter().all(|c| claim(&c.path, &c.value)))
         })
     }
@@ -103,7 +105,8 @@ impl JwtResults {
 /// What the sabotages change in verification (all false in a real proxy).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Weakened {
-    /// Any decodable token passes: no signature, time, issuer or audience check.
+    /// Any decodable token passes: no signature, time, issuer (not even the RBAC-side `iss`
+    /// match) or audience check.
     pub skip_verify: bool,
     /// `VerifyClaims` is not looked at.
     pub ignore_claims: bool,
@@ -143,6 +146,7 @@ impl Verifier {
     ) -> JwtResults {
         let mut out = JwtResults {
             ignore_claims: self.weakened.ignore_claims,
+            skip_issuer: self.weakened.skip_verify,
             ..Default::default()
         };
         for name in names {
