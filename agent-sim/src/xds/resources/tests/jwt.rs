@@ -195,3 +195,22 @@ fn envoy_accepts_jwt_filter_matchers_and_jwks_cluster() {
         validate(&format!("jwt ({})", mode.as_str()), &r).expect("envoy accepts");
     }
 }
+
+#[test]
+#[cfg_attr(
+    missing_envoy,
+    ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
+)]
+fn envoy_refuses_a_cache_duration_of_ten_seconds() {
+    // Consul's unit slip: 10 s of nanoseconds become 10,000,000,000 s, past what Envoy takes.
+    let c = sim();
+    setup(&c);
+    c.upsert_config_entry(&json!({"Kind": "jwt-provider", "Name": "auth0",
+        "Issuer": "https://auth0",
+        "JSONWebKeySet": {"Remote": {"URI": "http://127.0.0.1:18443/jwks",
+            "RequestTimeoutMs": 1500, "CacheDuration": "10s"}}}))
+    .expect("entry");
+    let r = build(&c, TlsMode::Inline).resources;
+    let err = validate("jwt cache 10s", &r).expect_err("envoy refuses");
+    assert!(err.contains("Duration out-of-range"), "{err}");
+}
