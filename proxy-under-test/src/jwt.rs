@@ -231,9 +231,9 @@ fn extract(locations: &[Location], headers: &HeaderMap, query: Option<&str>) -> 
 fn form_pairs(query: &str) -> Vec<(String, String)> {
     query
         .split('&')
-        .filter_map(|kv| {
+        .map(|kv| {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            Some((k.to_owned(), v.to_owned()))
+            (k.to_owned(), v.to_owned())
         })
         .collect()
 }

@@ -9,8 +9,8 @@ fn put(s: &mut ConfigEntries, body: &Value) -> Result<bool, ConfigError> {
     decode_entry(body.to_string().as_bytes()).and_then(|e| s.upsert(e, None, 5))
 }
 
-fn invalid(body: Value) -> String {
-    match put(&mut ConfigEntries::new(), &body) {
+fn invalid(body: &Value) -> String {
+    match put(&mut ConfigEntries::new(), body) {
         Err(ConfigError::Invalid(t)) => t,
         other => panic!("expected a validation error, got {other:?}"),
     }
@@ -91,7 +91,7 @@ fn validation_texts() {
         ),
     ];
     for (body, want) in cases {
-        assert_eq!(invalid(body.clone()), want, "{body}");
+        assert_eq!(invalid(&body), want, "{body}");
     }
 }
 

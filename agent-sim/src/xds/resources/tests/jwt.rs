@@ -209,7 +209,7 @@ fn envoy_refuses_a_cache_duration_of_ten_seconds() {
         "Issuer": "https://auth0",
         "JSONWebKeySet": {"Remote": {"URI": "http://127.0.0.1:18443/jwks",
             "RequestTimeoutMs": 1500, "CacheDuration": "10s"}}}))
-    .expect("entry");
+        .expect("entry");
     let r = build(&c, TlsMode::Inline).resources;
     let err = validate("jwt cache 10s", &r).expect_err("envoy refuses");
     assert!(err.contains("Duration out-of-range"), "{err}");
