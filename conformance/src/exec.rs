@@ -186,6 +186,12 @@ impl<'w> Exec<'w> {
                 self.world.start_instance(spec).await?;
                 self.agent_step(step).await
             }
+            Step::JwtRotate { provider } => {
+                let label = self.world.jwt.rotate(provider)?;
+                self.trigger = Instant::now();
+                self.event(EventKind::Step, label);
+                Ok(())
+            }
             _ => self.agent_step(step).await,
         }
     }

@@ -8,6 +8,7 @@
 
 mod apps;
 mod instances;
+mod jwt;
 mod ports;
 mod transparent;
 mod xds;
@@ -70,6 +71,8 @@ pub(crate) struct World {
     pub(crate) xds: Option<XdsWorld>,
     /// The scenario's seed (what `spread` checks derive their header values from).
     pub(crate) seed: u64,
+    /// The JWT issuers of `setup.jwt_providers` (keys, JWKS servers).
+    pub(crate) jwt: jwt::JwtIssuers,
     token_file: PathBuf,
     /// The agent's TLS as the proxy is handed it (`CONSUL_CACERT` and friends), when it serves
     /// HTTPS.
@@ -227,6 +230,11 @@ impl World {
             manifest.proxy_config.clone(),
             timeouts.clone(),
         );
+        // Providers first: an intention naming a missing one fails the proxy's xDS build.
+        let jwt = jwt::JwtIssuers::start(&setup.jwt_providers).await?;
+        for entry in jwt.entries() {
+            control.upsert_config_entry(&entry)?;
+        }
         play.apply_setup(&control)?;
         Ok(Self {
             sim,
@@ -238,6 +246,7 @@ impl World {
             pod,
             xds,
             seed,
+            jwt,
             token_file,
             agent_tls,
             dir,

@@ -110,6 +110,7 @@ pub(crate) enum Update {
     SourceIntentions(Vec<Intention>),
     /// Transparent mode: the catalog's service names.
     CatalogServices(Vec<String>),
+    JwtProviders(Vec<crate::jwt::provider::ProviderEntry>),
 }
 
 /// Aborts its task when dropped.
@@ -211,6 +212,20 @@ async fn run(
                 },
             ))),
             Task(tokio::spawn(watches::index_watch(
+                "jwt_providers",
+                t,
+                m.clone(),
+                tx.clone(),
+                Update::JwtProviders,
+                {
+                    let c = c.clone();
+                    move |i| {
+                        let c = c.clone();
+                        async move { c.jwt_providers(i, t.wait).await }
+                    }
+                },
+            ))),
+            Task(tokio::spawn(watches::index_watch(
                 "roots",
                 t,
                 m,
@@ -253,6 +268,11 @@ async fn run(
 
 fn apply(state: &mut State, update: Update, _metrics: &Metrics) {
     match update {
+        Update::JwtProviders(entries) => {
+            tracing::info!(providers = entries.len(), "jwt-provider entries loaded");
+            let weakened = state.hooks.jwt_weakened();
+            state.jwt = Some(Arc::new(crate::jwt::Verifier::new(entries, weakened)));
+        }
         Update::Mesh(entry) => {
             tracing::info!(present = entry.is_some(), "mesh config entry loaded");
             state.mesh = Some(entry.map(|e| *e));

@@ -191,6 +191,22 @@ impl IntentionSet {
         &self.destination
     }
 
+    /// Every JWT provider the intentions (or their permissions) name.
+    pub fn jwt_providers(&self) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        for r in &self.rules {
+            let perms = r
+                .intention
+                .permissions
+                .iter()
+                .filter_map(|p| p.jwt.as_ref());
+            for req in r.intention.jwt.iter().chain(perms) {
+                out.extend(req.providers.iter().map(|p| p.name.clone()));
+            }
+        }
+        out
+    }
+
     /// Number of intentions.
     pub fn len(&self) -> usize {
         self.rules.len()
@@ -279,6 +295,20 @@ impl IntentionSet {
                 reason: default.reason().to_owned(),
             };
         };
+        if let Some(req) = &rule.intention.jwt
+            && !request.jwt.satisfies(req)
+        {
+            // Consul ANDs the requirement into the intention's RBAC principal: without it the
+            // intention does not apply, and its sources are still NOT-ed out of wildcard ones.
+            return Decision {
+                allowed: default.allow,
+                reason: format!(
+                    "JWT requirement of intention {} not met; {}",
+                    rule.label(),
+                    default.reason()
+                ),
+            };
+        }
         if !rule.is_l7() {
             return self.authorize_l4(source, default);
         }
@@ -288,6 +318,24 @@ impl IntentionSet {
             .enumerate()
             .find(|(_, p)| self.permission_matches(p, request))
         {
+            Some((idx, perm))
+                if perm
+                    .jwt
+                    .as_ref()
+                    .is_some_and(|req| !request.jwt.satisfies(req)) =>
+            {
+                // The permission's RBAC rule is ANDed with the requirement; lower permissions
+                // are NOT-ed with its HTTP match only, so nothing below can match instead.
+                Decision {
+                    allowed: default.allow,
+                    reason: format!(
+                        "JWT requirement of permission #{} of L7 intention {} not met; {}",
+                        idx + 1,
+                        rule.label(),
+                        default.reason()
+                    ),
+                }
+            }
             Some((idx, perm)) => Decision {
                 allowed: perm.allows(),
                 reason: format!(

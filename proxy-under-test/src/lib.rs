@@ -18,7 +18,7 @@
 //! assembly), [`snapshot`] (the immutable configuration), [`dataplane`] (listeners, inbound,
 //! upstreams, transparent mode), [`normalize`] (HTTP request paths, as Envoy normalizes them),
 //! [`mesh`] (the `mesh` config entry: normalization, TLS bounds, XFCC),
-//! [`authz`] (intentions), [`tls`] and [`spiffe`] (certificates and identities), [`knobs`],
+//! [`authz`] (intentions), [`jwt`] (JWT requirements: providers, keys, token checks), [`tls`] and [`spiffe`] (certificates and identities), [`knobs`],
 //! [`metrics`], [`redirect`]. [`seam`] holds the hooks the core calls at each point a test
 //! build may alter: zero-sized no-ops in the default build; with the test-only cargo feature
 //! `sabotage`, the seam is the `sabotage` module's, which applies `--sabotage NAME`. The three
@@ -30,6 +30,7 @@ pub mod agent;
 pub mod authz;
 pub mod cli;
 pub mod dataplane;
+pub mod jwt;
 pub mod knobs;
 pub mod mesh;
 pub mod metrics;

@@ -224,11 +224,19 @@ pub enum Sabotage {
     /// `case-sensitive-headers`: intention header rules compare header names byte for byte
     /// (HTTP names are case-insensitive) and ignore `IgnoreCase` on values.
     CaseSensitiveHeaders,
+    /// `jwt-skip-verify`: any decodable JWT counts as verified (no signature, expiry, issuer
+    /// or audience check), so forged, expired and foreign tokens reach the application.
+    JwtSkipVerify,
+    /// `jwt-ignore-claims`: an intention's or permission's `VerifyClaims` are not checked.
+    JwtIgnoreClaims,
+    /// `jwt-stale-jwks`: a remote JWKS is fetched once and kept for ever (its `CacheDuration`
+    /// ignored), so a key rotation at the issuer is never followed.
+    JwtStaleJwks,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 66] = [
+    pub const ALL: [Self; 69] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -295,6 +303,9 @@ impl Sabotage {
         Self::AlwaysPermissive,
         Self::IgnoreOutgoingTlsBounds,
         Self::CaseSensitiveHeaders,
+        Self::JwtSkipVerify,
+        Self::JwtIgnoreClaims,
+        Self::JwtStaleJwks,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -366,6 +377,9 @@ impl Sabotage {
             Self::AlwaysPermissive => "always-permissive",
             Self::IgnoreOutgoingTlsBounds => "ignore-outgoing-tls-bounds",
             Self::CaseSensitiveHeaders => "case-sensitive-headers",
+            Self::JwtSkipVerify => "jwt-skip-verify",
+            Self::JwtIgnoreClaims => "jwt-ignore-claims",
+            Self::JwtStaleJwks => "jwt-stale-jwks",
         }
     }
 

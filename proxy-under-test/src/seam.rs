@@ -216,6 +216,12 @@ impl Hooks {
         ready(local)
     }
 
+    /// How JWT checks are weakened: not at all.
+    #[inline]
+    pub(crate) fn jwt_weakened(&self) -> crate::jwt::Weakened {
+        crate::jwt::Weakened::default()
+    }
+
     /// The `mesh` config entry the snapshot is assembled with: as read.
     #[inline]
     pub(crate) fn mesh_entry(&self, read: Option<MeshEntry>) -> Option<MeshEntry> {

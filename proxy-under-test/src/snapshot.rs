@@ -51,6 +51,8 @@ pub struct Snapshot {
     pub path_normalization: PathNormalization,
     /// The rest of the `mesh` config entry the data plane applies (defaults with no entry).
     pub mesh: MeshSettings,
+    /// The stored `jwt-provider` entries and their key caches (kept across snapshots).
+    pub jwt: Arc<crate::jwt::Verifier>,
     /// What the data plane's hooks do at each decision point (nothing in the default build; see
     /// [`seam`](crate::seam)).
     pub hooks: crate::seam::Hooks,

@@ -257,6 +257,7 @@ pub(crate) fn snapshot(
         transparent: None,
         path_normalization: Default::default(),
         mesh: Default::default(),
+        jwt: Default::default(),
         hooks: Default::default(),
     }
 }

@@ -271,6 +271,18 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/l7-traffic/traffic-timeouts.toml"),
     ),
     (
+        "catalogue/security/jwt-inline-jwks.toml",
+        include_str!("../catalogue/security/jwt-inline-jwks.toml"),
+    ),
+    (
+        "catalogue/security/jwt-remote-jwks.toml",
+        include_str!("../catalogue/security/jwt-remote-jwks.toml"),
+    ),
+    (
+        "catalogue/security/jwt-verify-claims.toml",
+        include_str!("../catalogue/security/jwt-verify-claims.toml"),
+    ),
+    (
         "catalogue/security/l7-path-normalization.toml",
         include_str!("../catalogue/security/l7-path-normalization.toml"),
     ),

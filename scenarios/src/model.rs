@@ -12,12 +12,14 @@ use serde::{Deserialize, Serialize};
 
 mod catch;
 mod check;
+mod jwt;
 mod route;
 mod setup;
 mod step;
 
 pub use self::catch::{Catch, catch_quoted};
 pub use self::check::{Check, InboundVia, Outcome, RootRef, UpstreamVia};
+pub use self::jwt::{JwtProviderSpec, JwtToken, TokenKind};
 pub use self::route::{Answer, AppProtocol, BurstCheck, RequestCheck, SpreadCheck};
 pub use self::setup::{
     AgentCertCa, AgentTlsSetup, CaSetup, Identity, InstanceSpec, IntentionSpec, Policy, Setup,

@@ -104,6 +104,9 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "always-permissive",
     "ignore-outgoing-tls-bounds",
     "case-sensitive-headers",
+    "jwt-skip-verify",
+    "jwt-ignore-claims",
+    "jwt-stale-jwks",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

@@ -311,6 +311,7 @@ impl Play {
             | Step::OpenUpstream { .. }
             | Step::Open { .. }
             | Step::Mark { .. }
+            | Step::JwtRotate { .. }
             | Step::Idle { .. }
             | Step::Expect(_) => return Ok(None),
         };

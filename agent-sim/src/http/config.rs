@@ -43,6 +43,10 @@ fn allowed(authz: &Authorizer, kind: Kind, name: &str, level: Level) -> Result<(
         // `MeshConfigEntry.CanRead` allows anyone; `CanWrite` needs `mesh:write`.
         Kind::Mesh if level == Level::Read => Ok(()),
         Kind::Mesh => authz.require(Resource::Mesh, "", Level::Write),
+        // `JWTProviderConfigEntry.CanRead`: any `service:write` (so sidecars can read
+        // providers, hashicorp/consul#17886), else `mesh:read`; `CanWrite`: `mesh:write`.
+        Kind::JwtProvider if level == Level::Read && authz.allows_service_write_any() => Ok(()),
+        Kind::JwtProvider => authz.require(Resource::Mesh, "", level),
         _ => authz.require(Resource::Service, name, level),
     };
     r.map_err(ApiError::from_text)

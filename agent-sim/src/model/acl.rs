@@ -210,6 +210,16 @@ impl Authorizer {
         }
     }
 
+    /// `ServiceWriteAnyAllowed`: some service rule grants write (or the default allows).
+    pub fn allows_service_write_any(&self) -> bool {
+        match self {
+            Self::AllowAll => true,
+            Self::Token { rules, default, .. } => rules
+                .service_write_any()
+                .unwrap_or(*default == DefaultPolicy::Allow),
+        }
+    }
+
     /// Whether this is a management authorizer (or ACLs are off): Consul's `ACLWrite` check,
     /// which decides who sees prepared-query tokens and unnamed queries.
     pub fn is_management(&self) -> bool {

@@ -1,12 +1,13 @@
-//! Config entries as the simulated server stores them: the seven kinds a sidecar cares about
+//! Config entries as the simulated server stores them: the eight kinds a sidecar cares about
 //! (`service-intentions`, `service-defaults`, `proxy-defaults`, `service-resolver`,
-//! `service-splitter`, `service-router`, `mesh`), decoding of `PUT /v1/config` bodies with mapstructure
+//! `service-splitter`, `service-router`, `mesh`, `jwt-provider`), decoding of `PUT /v1/config` bodies with mapstructure
 //! semantics, normalization and validation with Consul's texts, and the read shape of
 //! `GET /v1/config/:kind/:name`. Pure and synchronous: the raft index is passed in.
 
 mod common;
 mod graph;
 mod intentions;
+mod jwt_provider;
 mod load_balancer;
 mod mesh;
 mod path_match;
@@ -34,6 +35,11 @@ pub use common::{
     HttpHeaderModifiers, MeshGatewayConfig, PrioritizeByLocality, TransparentProxyConfig,
 };
 pub use intentions::{ServiceIntentions, SourceIntention};
+pub use jwt_provider::{
+    DEFAULT_CLOCK_SKEW_SECONDS, JsonWebKeySet, JwksCluster, JwksRetryPolicy, JwtCacheConfig,
+    JwtForwardingConfig, JwtLocation, JwtLocationHeader, JwtLocationName, JwtProviderConfigEntry,
+    LocalJwks, RemoteJwks, RetryPolicyBackOff, remote_host_port,
+};
 pub use load_balancer::{
     CookieConfig, HashPolicy, LeastRequestConfig, LoadBalancer, RingHashConfig,
 };
@@ -71,11 +77,12 @@ pub enum Kind {
     ServiceSplitter,
     ServiceRouter,
     Mesh,
+    JwtProvider,
 }
 
 impl Kind {
     /// Every supported kind.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::ServiceIntentions,
         Self::ServiceDefaults,
         Self::ProxyDefaults,
@@ -83,6 +90,7 @@ impl Kind {
         Self::ServiceSplitter,
         Self::ServiceRouter,
         Self::Mesh,
+        Self::JwtProvider,
     ];
 
     /// The wire name (`service-defaults`).
@@ -95,6 +103,7 @@ impl Kind {
             Self::ServiceSplitter => "service-splitter",
             Self::ServiceRouter => "service-router",
             Self::Mesh => "mesh",
+            Self::JwtProvider => "jwt-provider",
         }
     }
 
@@ -130,6 +139,7 @@ pub enum ConfigEntry {
     ServiceSplitter(ServiceSplitter),
     ServiceRouter(ServiceRouter),
     Mesh(MeshConfigEntry),
+    JwtProvider(JwtProviderConfigEntry),
 }
 
 macro_rules! each {
@@ -142,6 +152,7 @@ macro_rules! each {
             ConfigEntry::ServiceSplitter($e) => $body,
             ConfigEntry::ServiceRouter($e) => $body,
             ConfigEntry::Mesh($e) => $body,
+            ConfigEntry::JwtProvider($e) => $body,
         }
     };
 }
@@ -156,6 +167,7 @@ impl ConfigEntry {
             Self::ServiceSplitter(_) => Kind::ServiceSplitter,
             Self::ServiceRouter(_) => Kind::ServiceRouter,
             Self::Mesh(_) => Kind::Mesh,
+            Self::JwtProvider(_) => Kind::JwtProvider,
         }
     }
 
@@ -197,6 +209,7 @@ impl ConfigEntry {
             Self::ServiceSplitter(e) => e.normalize(),
             Self::ServiceRouter(e) => e.normalize(),
             Self::Mesh(e) => e.normalize(),
+            Self::JwtProvider(e) => e.normalize(),
         }
         Ok(())
     }
@@ -211,6 +224,7 @@ impl ConfigEntry {
             Self::ServiceSplitter(e) => e.validate(),
             Self::ServiceRouter(e) => e.validate(),
             Self::Mesh(e) => e.validate(),
+            Self::JwtProvider(e) => e.validate(),
         }
     }
 }
@@ -252,6 +266,7 @@ pub fn decode_entry(body: &[u8]) -> Result<ConfigEntry, ConfigError> {
         Kind::ServiceSplitter => &splitter::SPLITTER_SCHEMA,
         Kind::ServiceRouter => &router::ROUTER_SCHEMA,
         Kind::Mesh => &mesh::SCHEMA,
+        Kind::JwtProvider => &jwt_provider::SCHEMA,
     };
     let (canonical, unused) =
         crate::go::mapstructure::decode_top(&raw, schema).map_err(ConfigError::Decode)?;
@@ -267,6 +282,7 @@ pub fn decode_entry(body: &[u8]) -> Result<ConfigEntry, ConfigError> {
         Kind::ServiceSplitter => ConfigEntry::ServiceSplitter(typed(canonical)?),
         Kind::ServiceRouter => ConfigEntry::ServiceRouter(typed(canonical)?),
         Kind::Mesh => ConfigEntry::Mesh(typed(canonical)?),
+        Kind::JwtProvider => ConfigEntry::JwtProvider(typed(canonical)?),
     })
 }
 

@@ -34,6 +34,7 @@
 mod cluster_policy;
 mod clusters;
 mod endpoints;
+mod jwt_authn;
 mod listeners;
 mod query_upstream;
 mod rbac;
@@ -89,6 +90,12 @@ pub(crate) fn for_proxy(
     };
     let leaf = snapshot::leaf_now(store, &svc.proxy.destination_service_name)?;
     let snap = store.read(|st| snapshot::build(st, store, &svc, leaf.leaf))?;
+    // `makeJWTAuthFilter` and `makeRBACRules` fail the whole build on an unknown provider.
+    if listeners::is_http(&snap.protocol)
+        && let Some(e) = jwt_authn::missing_provider(&snap)
+    {
+        return Err(BuildError::Unavailable(e));
+    }
     Ok(Some(ProxyResources {
         resources: build(&snap, cfg.tls_mode),
         refresh_at: leaf.refresh_at,

@@ -66,15 +66,26 @@ impl Exec<'_> {
                 method,
                 path,
                 headers,
+                jwt,
                 status,
                 streams,
                 app_path,
                 ..
             } => {
+                let mut headers = headers.clone();
+                if let Some(t) = jwt {
+                    match self.world.jwt.authorization(t) {
+                        Ok(Some(v)) => {
+                            headers.insert("Authorization".into(), v);
+                        }
+                        Ok(None) => {}
+                        Err(e) => return Observation::new(false, e.to_string()),
+                    }
+                }
                 let req = HttpProbe {
                     method: method.clone().unwrap_or_else(|| "GET".into()),
                     path: path.clone(),
-                    headers: headers.clone(),
+                    headers,
                 };
                 let before = self.world.app.record.requests();
                 let (got, body) = match conn {

@@ -116,6 +116,8 @@ pub(crate) struct State {
     pub(crate) source_intentions: Option<Vec<crate::authz::Intention>>,
     /// Transparent mode: the catalog's service names (`None` until the first read).
     pub(crate) catalog: Option<Vec<String>>,
+    /// The `jwt-provider` entries: `None` until the first read.
+    pub(crate) jwt: Option<Arc<crate::jwt::Verifier>>,
     /// The hooks every snapshot carries (and the control plane asks while assembling).
     pub(crate) hooks: Hooks,
 }
@@ -382,6 +384,7 @@ impl State {
         let proxy = svc.proxy.as_ref()?;
         let (leaf, roots) = (self.leaf.clone()?, self.roots.clone()?);
         let (intentions, default_policy) = (self.intentions.clone()?, self.policy?);
+        let jwt = self.jwt.clone()?;
         if intentions.destination() != proxy.destination_service_name {
             return None;
         }
@@ -457,6 +460,7 @@ impl State {
             transparent: transparent::transparent(proxy),
             path_normalization: mesh.path_normalization(),
             mesh: mesh.settings(),
+            jwt,
             hooks: self.hooks.clone(),
         })
     }

@@ -303,6 +303,37 @@ impl AgentClient {
         }
     }
 
+    /// `GET /v1/config/jwt-provider?index=&wait=`: every `jwt-provider` entry (Consul's own
+    /// proxies watch the whole list too). A sidecar's `service:write` token may read them; an
+    /// agent without the kind (404) has none.
+    pub async fn jwt_providers(
+        &self,
+        index: u64,
+        wait: Duration,
+    ) -> Result<Blocking<Vec<crate::jwt::provider::ProviderEntry>>, AgentError> {
+        let got: Result<Blocking<Option<Vec<_>>>, AgentError> = self
+            .blocking(
+                Method::GET,
+                "/v1/config/jwt-provider",
+                vec![],
+                None,
+                index,
+                wait,
+            )
+            .await;
+        match got {
+            Ok(b) => Ok(Blocking {
+                index: b.index,
+                body: b.body.unwrap_or_default(),
+            }),
+            Err(AgentError::Status { status: 404, .. }) => Ok(Blocking {
+                index: 0,
+                body: Vec::new(),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `GET /v1/connect/intentions/match?by=destination&name=<service>&cached` (`null` = none).
     /// `?cached` (here, for chains and for health) lets the agent answer from its cache while the
     /// servers are unreachable.

@@ -16,6 +16,8 @@ pub struct RequestInfo<'a> {
     pub path: &'a str,
     /// Request headers.
     pub headers: &'a HeaderMap,
+    /// The request's verified JWTs ([`crate::jwt::NO_JWT`] when nothing asks for one).
+    pub jwt: &'a crate::jwt::JwtResults,
 }
 
 #[derive(Debug, Clone)]
@@ -23,6 +25,8 @@ pub(crate) struct CompiledPermission {
     allow: bool,
     /// `None` when the permission is unusable (no HTTP block, bad regex): it never matches.
     cond: Option<Conditions>,
+    /// The permission's JWT requirement.
+    pub(crate) jwt: Option<crate::jwt::JwtRequirement>,
 }
 
 #[derive(Debug, Clone)]
@@ -90,6 +94,7 @@ impl CompiledPermission {
         Self {
             allow: p.action.eq_ignore_ascii_case("allow"),
             cond,
+            jwt: p.jwt.clone(),
         }
     }
 

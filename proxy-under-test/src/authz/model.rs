@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Deserializer};
 
+use crate::jwt::JwtRequirement;
+
 /// One intention from the match API (config-entry intentions; legacy fields ignored).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -34,6 +36,9 @@ pub struct Intention {
     /// L7 permissions (empty for L4 intentions).
     #[serde(default, deserialize_with = "null_as_empty")]
     pub permissions: Vec<Permission>,
+    /// The entry's JWT requirement (HTTP services only).
+    #[serde(rename = "JWT", default)]
+    pub jwt: Option<JwtRequirement>,
     /// Precedence as the server computed it (informational; recomputed locally).
     #[serde(default)]
     pub precedence: i64,
@@ -52,6 +57,9 @@ pub struct Permission {
     /// HTTP conditions (all must hold).
     #[serde(rename = "HTTP", default)]
     pub http: Option<HttpMatch>,
+    /// The permission's own JWT requirement.
+    #[serde(rename = "JWT", default)]
+    pub jwt: Option<JwtRequirement>,
 }
 
 /// HTTP conditions of a permission.

@@ -150,6 +150,7 @@ fn l4_reason_and_l7_on_l4_is_deny() {
             path_prefix: Some("/".into()),
             ..HttpMatch::default()
         }),
+        jwt: None,
     };
     let set = IntentionSet::new("db", vec![Intention::l7("web", "db", vec![perm])]);
     let d = set.authorize_l4(&src("web"), DefaultPolicy::ALLOW);
@@ -186,6 +187,7 @@ fn perm(allow: bool, http: HttpMatch) -> Permission {
     Permission {
         action: if allow { "allow" } else { "deny" }.into(),
         http: Some(http),
+        jwt: None,
     }
 }
 
@@ -208,6 +210,7 @@ fn l7_decide(perms: Vec<Permission>, method: &str, path: &str, headers: &[(&str,
         );
     }
     let req = RequestInfo {
+        jwt: &crate::jwt::NO_JWT,
         method,
         path,
         headers: &map,
@@ -407,6 +410,7 @@ fn l7_first_match_wins_and_falls_through_to_default() {
     );
     let map = HeaderMap::new();
     let post = RequestInfo {
+        jwt: &crate::jwt::NO_JWT,
         method: "POST",
         path: "/public",
         headers: &map,

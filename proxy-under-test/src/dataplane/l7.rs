@@ -3,7 +3,8 @@
 //! Envoy's codec `AUTO` does. Every request (every
 //! HTTP/2 stream) has its path normalized as Envoy does (`crate::normalize`), then is authorized
 //! on its own against the newest snapshot's intentions, so a change
-//! applies to the next request or stream on a connection that is already open; refused ones get
+//! applies to the next request or stream on a connection that is already open (with the
+//! request's JWTs verified first when intentions ask for them, `crate::jwt`); refused ones get
 //! Envoy's RBAC answer (403 `RBAC: access denied`, or `grpc-status: 7` for gRPC calls), allowed
 //! ones go to the local application ([`app`]: HTTP/1.1, or h2c for `http2`/`grpc`). Bodies,
 //! trailers and flow control pass through hyper's streaming bodies; with
@@ -71,11 +72,23 @@ impl Forwarder {
         if let Some(answer) = normalize(&snap, grpc, &mut req) {
             return Ok(answer);
         }
+        // Envoy's `jwt_authn` runs ahead of RBAC for every provider the intentions name.
+        let providers = snap.intentions.jwt_providers();
+        let jwt = if providers.is_empty() {
+            None
+        } else {
+            Some(
+                snap.jwt
+                    .verify(&providers, req.headers(), req.uri().query())
+                    .await,
+            )
+        };
         let decision = {
             let info = RequestInfo {
                 method: req.method().as_str(),
                 path: req.uri().path(),
                 headers: req.headers(),
+                jwt: jwt.as_ref().unwrap_or(&crate::jwt::NO_JWT),
             };
             snap.intentions
                 .authorize_l7(&self.peer.id, &info, snap.default_policy)
@@ -94,6 +107,9 @@ impl Forwarder {
             source = %self.peer.id, version = ?req.version(), method = %req.method(),
             path = req.uri().path(), reason = %decision.reason, "HTTP request allowed"
         );
+        if let Some(j) = &jwt {
+            snap.jwt.strip(j, req.headers_mut());
+        }
         let forward_xfcc = !snap.mesh.sanitize_xfcc && snap.knobs.protocol != Protocol::Grpc;
         if let Some(own) = snap.leaf.certified.cert.first() {
             xfcc::apply(req.headers_mut(), forward_xfcc, own, &self.peer.chain);

@@ -141,6 +141,15 @@ impl Hooks {
         }
     }
 
+    /// `jwt-skip-verify`, `jwt-ignore-claims`, `jwt-stale-jwks`: how token checks are weakened.
+    pub(crate) fn jwt_weakened(&self) -> crate::jwt::Weakened {
+        crate::jwt::Weakened {
+            skip_verify: self.has(Sabotage::JwtSkipVerify),
+            ignore_claims: self.has(Sabotage::JwtIgnoreClaims),
+            stale_jwks: self.has(Sabotage::JwtStaleJwks),
+        }
+    }
+
     /// `ignore-mesh-entry`: the entry is dropped as if none existed.
     pub(crate) fn mesh_entry(&self, read: Option<MeshEntry>) -> Option<MeshEntry> {
         if self.has(Sabotage::IgnoreMeshEntry) {

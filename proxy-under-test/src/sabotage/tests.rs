@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 66] = [
+const CATALOGUE: [&str; 69] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -84,6 +84,9 @@ const CATALOGUE: [&str; 66] = [
     "always-permissive",
     "ignore-outgoing-tls-bounds",
     "case-sensitive-headers",
+    "jwt-skip-verify",
+    "jwt-ignore-claims",
+    "jwt-stale-jwks",
 ];
 
 #[test]

@@ -229,6 +229,7 @@ pub(crate) fn grpc_method_only(method: &str) -> Vec<Permission> {
             path_exact: Some(method.into()),
             ..HttpMatch::default()
         }),
+        jwt: None,
     }]
 }
 

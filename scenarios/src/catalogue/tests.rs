@@ -106,6 +106,9 @@ const EXPECTED: &[(&str, &[&str])] = &[
     (
         "security",
         &[
+            "jwt-inline-jwks",
+            "jwt-remote-jwks",
+            "jwt-verify-claims",
             "l7-path-normalization",
             "mesh-request-normalization",
             "mesh-xfcc",

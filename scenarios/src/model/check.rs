@@ -37,6 +37,9 @@ pub enum Check {
         /// Request headers.
         #[serde(default)]
         headers: BTreeMap<String, String>,
+        /// A JWT minted for the request, sent as `Authorization: Bearer`.
+        #[serde(default)]
+        jwt: Option<super::JwtToken>,
         /// Expected status: 200 from the app, or 403 from the proxy. Whatever is not a 2xx must
         /// be the proxy's own answer: the app must receive nothing while the check runs.
         status: u16,

@@ -74,6 +74,10 @@ pub struct Setup {
     /// `CONSUL_CLIENT_CERT`, `CONSUL_CLIENT_KEY` and `CONSUL_TLS_SERVER_NAME`.
     #[serde(default)]
     pub agent_tls: Option<AgentTlsSetup>,
+    /// JWT providers the harness runs (`[[setup.jwt_providers]]`), written before the config
+    /// entries.
+    #[serde(default)]
+    pub jwt_providers: Vec<super::JwtProviderSpec>,
 }
 
 /// `[setup.agent_tls]`: the agent's own TLS.

@@ -127,6 +127,12 @@ pub enum Step {
         #[serde(default)]
         protocol: AppProtocol,
     },
+    /// Rotate a remote `setup.jwt_providers` provider's key: its JWKS serves only a new key,
+    /// `valid` tokens are signed with it, `previous-key` tokens with the old one.
+    JwtRotate {
+        /// The provider.
+        provider: String,
+    },
     /// Name this moment: `served-leaf` checks can compare against the leaf served now, and
     /// `agent-usage` checks look at the requests since the last mark.
     Mark {

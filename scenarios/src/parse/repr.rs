@@ -245,6 +245,9 @@ enum StepRepr {
         #[serde(default)]
         protocol: AppProtocol,
     },
+    JwtRotate {
+        provider: String,
+    },
     Mark {
         name: String,
     },
@@ -289,6 +292,8 @@ enum CheckRepr {
         path: String,
         #[serde(default)]
         headers: BTreeMap<String, String>,
+        #[serde(default)]
+        jwt: Option<crate::model::JwtToken>,
         status: u16,
         #[serde(default)]
         streams: Option<u32>,

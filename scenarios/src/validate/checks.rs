@@ -57,10 +57,19 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             method,
             path,
             headers,
+            jwt,
             status,
             streams,
             app_path,
         } => {
+            if let Some(t) = jwt
+                && !st.jwt_providers.contains(t.provider.as_str())
+            {
+                return Err(FieldError::new(
+                    at.key("jwt").key("provider"),
+                    format!("{:?} is not in `setup.jwt_providers`", t.provider),
+                ));
+            }
             if let Some(p) = app_path {
                 if conn.is_some() || !(200..300).contains(status) {
                     return Err(FieldError::new(

@@ -30,6 +30,8 @@ pub(super) struct State<'a> {
     pub(super) index_reset: bool,
     /// The setup has `[setup.transparent]`.
     pub(super) transparent: bool,
+    /// Names of `setup.jwt_providers`.
+    pub(super) jwt_providers: BTreeSet<&'a str>,
 }
 
 pub(super) fn check_steps(s: &Scenario) -> Result<(), FieldError> {
@@ -62,6 +64,12 @@ pub(super) fn check_steps(s: &Scenario) -> Result<(), FieldError> {
         marks: BTreeSet::new(),
         index_reset: false,
         transparent: s.setup.transparent.is_some(),
+        jwt_providers: s
+            .setup
+            .jwt_providers
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect(),
     };
     for (i, step) in s.steps.iter().enumerate() {
         let at = FieldPath::root().key("steps").index(i);
@@ -90,6 +98,21 @@ fn check_step<'a>(
             key_type, key_bits, ..
         } => super::check_key_kind(at, key_type.as_deref(), *key_bits),
         Step::RotateIntermediate | Step::ClearFaults => Ok(()),
+        Step::JwtRotate { provider } => {
+            let remote = s
+                .setup
+                .jwt_providers
+                .iter()
+                .any(|p| &p.name == provider && p.remote);
+            if remote {
+                Ok(())
+            } else {
+                Err(FieldError::new(
+                    at.key("provider"),
+                    format!("{provider:?} is not a `remote` provider of `setup.jwt_providers`"),
+                ))
+            }
+        }
         Step::AgentServerCert { .. } if s.setup.agent_tls.is_none() => Err(FieldError::new(
             at.key("ca"),
             "needs [setup.agent_tls]: the agent serves no TLS to switch the certificate of",

@@ -126,6 +126,19 @@ impl Rules {
         self.service.lookup(name).map(|r| r.policy)
     }
 
+    /// Whether any service rule (exact or prefix) grants `write`: Consul's
+    /// `ServiceWriteAny`, `None` when no service rule exists at all.
+    pub fn service_write_any(&self) -> Option<bool> {
+        let all: Vec<Level> = (self.service.exact.values())
+            .chain(self.service.prefix.values())
+            .map(|r| r.policy)
+            .collect();
+        if all.is_empty() {
+            return None;
+        }
+        Some(all.contains(&Level::Write))
+    }
+
     /// The intentions level on `name`: the rule's `intentions`, else read implied by a service
     /// read/write rule.
     pub fn intention(&self, name: &str) -> Option<Level> {

@@ -67,6 +67,10 @@ pub(crate) fn validate_proposed<'s>(
         }
         v
     };
+    if kind == Kind::JwtProvider {
+        // Providers take no part in discovery chains.
+        return Ok(());
+    }
     if kind == Kind::Mesh {
         // "Exported services and mesh config do not influence discovery chains."
         return Ok(());

@@ -69,6 +69,7 @@ pub(crate) fn build(snap: &Snapshot) -> (Vec<Cluster>, Vec<EdsCluster>) {
             }
         }
     }
+    clusters.extend(super::jwt_authn::clusters(snap));
     // Chains of different upstreams may share a target: one cluster per name.
     clusters.sort_by(|a, b| a.name.cmp(&b.name));
     clusters.dedup_by(|a, b| a.name == b.name);

@@ -37,7 +37,7 @@ use envoy_types::pb::envoy::r#type::v3::Percent;
 use envoy_types::pb::google::protobuf::{BoolValue, UInt32Value, UInt64Value};
 
 use super::snapshot::{Snapshot, Upstream};
-use super::{any, clusters, endpoints, rbac, routes, tls};
+use super::{any, clusters, endpoints, jwt_authn, rbac, routes, tls};
 use crate::xds::types::TlsMode;
 
 /// True for the protocols Consul serves with an HTTP connection manager.
@@ -57,7 +57,11 @@ pub(crate) fn public(snap: &Snapshot, mode: TlsMode) -> Listener {
                 "local_app",
                 snap.local_request_timeout_ms,
             ))),
-            http_filters: http_filters(&snap.protocol, rbac::http_filter(&rules)),
+            http_filters: http_filters(
+                &snap.protocol,
+                jwt_authn::filter(snap),
+                rbac::http_filter(&rules),
+            ),
             tracing: Some(tracing()),
             http2_protocol_options: http2(&snap.protocol),
             ..Default::default()
@@ -366,9 +370,9 @@ fn tracing() -> Tracing {
     }
 }
 
-/// RBAC then the router; for `grpc` Consul puts `grpc_stats` (all methods) and
-/// `grpc_http1_bridge` in front (`makeHTTPFilter`).
-fn http_filters(protocol: &str, rbac: HttpFilter) -> Vec<HttpFilter> {
+/// JWT (when an intention asks for one), RBAC, then the router; for `grpc` Consul puts
+/// `grpc_stats` (all methods) and `grpc_http1_bridge` in front (`makeHTTPFilter`).
+fn http_filters(protocol: &str, jwt: Option<HttpFilter>, rbac: HttpFilter) -> Vec<HttpFilter> {
     let mut out = Vec::new();
     if protocol == "grpc" {
         let stats = grpc_stats::v3::FilterConfig {
@@ -388,6 +392,7 @@ fn http_filters(protocol: &str, rbac: HttpFilter) -> Vec<HttpFilter> {
             any(&grpc_http1_bridge::v3::Config::default()),
         ));
     }
+    out.extend(jwt);
     out.push(rbac);
     out.push(router());
     out

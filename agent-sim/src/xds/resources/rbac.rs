@@ -4,6 +4,8 @@
 //! intentions equal to the default dropped, one L4 policy `consul-intentions-layer4` and one
 //! `consul-intentions-layer7-<i>` per L7 intention (HTTP only; on an L4 listener an L7
 //! intention is a deny). The action is ALLOW under default-deny, DENY under default-allow.
+//! On HTTP listeners the intentions' and permissions' JWT requirements are ANDed in
+//! (`rbac/jwt.rs`).
 //!
 //! The filter bytes are encoded here, not by prost: `RBAC.policies` is a `HashMap`, whose
 //! iteration order would make identical state produce different bytes.
@@ -27,6 +29,9 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 
 use super::snapshot::Snapshot;
+use jwt::JwtInfo;
+
+mod jwt;
 use crate::model::config_entry::{IntentionHttpPermission, IntentionPermission};
 use crate::model::intention::Intention;
 
@@ -108,6 +113,8 @@ struct Ixn<'a> {
     permissions: &'a [IntentionPermission],
     not_sources: Vec<&'a str>,
     skip: bool,
+    /// The intention's own JWT providers (HTTP listeners only).
+    jwt: Vec<JwtInfo>,
 }
 
 /// Builds the rules for the snapshot's destination; `http` for an L7 public listener.
@@ -117,7 +124,7 @@ pub(crate) fn rules(snap: &Snapshot, http: bool) -> Rules {
     } else {
         Act::Deny
     };
-    let mut ixns = intermediate(&snap.intentions, http);
+    let mut ixns = intermediate(snap, http);
     // Walk backwards: distribute each intention as NOT onto lower-precedence wildcard ones.
     for i in (0..ixns.len()).rev() {
         for j in i + 1..ixns.len() {
@@ -136,7 +143,7 @@ pub(crate) fn rules(snap: &Snapshot, http: bool) -> Rules {
     for (i, ixn) in kept.iter().enumerate() {
         let principal = flatten_principal(snap, ixn);
         if ixn.action == Act::Layer7 {
-            let permissions = l7_permissions(ixn.permissions, default_act);
+            let permissions = l7_permissions(snap, ixn.permissions, default_act);
             if !permissions.is_empty() {
                 policies.insert(
                     format!("consul-intentions-layer7-{i}"),
@@ -173,7 +180,8 @@ pub(crate) fn rules(snap: &Snapshot, http: bool) -> Rules {
 
 /// `intentionListToIntermediateRBACForm`: local sources only (peers and sameness groups need
 /// trust bundles this simulator does not model), one per source.
-fn intermediate(intentions: &[Intention], http: bool) -> Vec<Ixn<'_>> {
+fn intermediate(snap: &Snapshot, http: bool) -> Vec<Ixn<'_>> {
+    let intentions: &[Intention] = &snap.intentions;
     let mut seen: Vec<&str> = Vec::new();
     let mut out = Vec::new();
     for ixn in intentions {
@@ -196,6 +204,11 @@ fn intermediate(intentions: &[Intention], http: bool) -> Vec<Ixn<'_>> {
             permissions: &ixn.permissions,
             not_sources: Vec::new(),
             skip: false,
+            jwt: if http {
+                jwt::infos(snap, ixn.jwt.as_ref())
+            } else {
+                Vec::new()
+            },
         });
     }
     out
@@ -208,6 +221,10 @@ fn source_matches(tester: &str, against: &str) -> bool {
 }
 
 fn flatten_principal(snap: &Snapshot, ixn: &Ixn<'_>) -> Principal {
+    jwt::add_principal(source_principal(snap, ixn), &ixn.jwt)
+}
+
+fn source_principal(snap: &Snapshot, ixn: &Ixn<'_>) -> Principal {
     let id = id_principal(&snap.trust_domain, ixn.source);
     if ixn.not_sources.is_empty() {
         return id;
@@ -279,7 +296,11 @@ fn any_permission() -> Permission {
 
 /// `removePermissionPrecedence` then `Flatten`: each permission AND-NOT the ones above it;
 /// permissions whose action equals the default are dropped.
-fn l7_permissions(perms: &[IntentionPermission], default_act: Act) -> Vec<Permission> {
+fn l7_permissions(
+    snap: &Snapshot,
+    perms: &[IntentionPermission],
+    default_act: Act,
+) -> Vec<Permission> {
     let converted: Vec<Permission> = perms.iter().map(convert_permission).collect();
     let mut out = Vec::new();
     for (j, perm) in perms.iter().enumerate() {
@@ -298,7 +319,8 @@ fn l7_permissions(perms: &[IntentionPermission], default_act: Act) -> Vec<Permis
                 rule: Some(permission::Rule::NotRule(Box::new(higher.clone()))),
             });
         }
-        out.push(and_permissions(parts));
+        let infos = jwt::infos(snap, perm.jwt.as_ref());
+        out.push(jwt::add_permission(and_permissions(parts), &infos));
     }
     out
 }

@@ -13,7 +13,7 @@ use super::upstream_config::UpstreamPolicy;
 use crate::go::duration::GoDuration;
 use crate::go::filter::{Filter, HEALTH_ENTRY_FIELDS};
 use crate::model::chain::{self, ChainRequest, CompiledChain};
-use crate::model::config_entry::MeshConfigEntry;
+use crate::model::config_entry::{ConfigEntry, JwtProviderConfigEntry, Kind, MeshConfigEntry};
 use crate::model::intention::Intention;
 use crate::model::service::{self, HEALTH_CRITICAL, HEALTH_PASSING, HEALTH_WARNING, ServiceKind};
 use crate::state::queries;
@@ -56,6 +56,8 @@ pub(crate) struct Snapshot {
     pub(crate) mesh: Option<MeshConfigEntry>,
     /// The merged `Proxy.MutualTLSMode` (`""`, `strict`, `permissive`).
     pub(crate) mutual_tls_mode: String,
+    /// Every stored `jwt-provider` entry by name (proxycfg watches them all).
+    pub(crate) jwt_providers: BTreeMap<String, JwtProviderConfigEntry>,
 }
 
 /// Transparent-proxy settings of the sidecar.
@@ -274,6 +276,15 @@ pub(crate) fn build(
         transparent,
         mesh: st.config.mesh().cloned(),
         mutual_tls_mode: svc.proxy.mutual_tls_mode.clone(),
+        jwt_providers: st
+            .config
+            .list(Kind::JwtProvider)
+            .into_iter()
+            .filter_map(|e| match e {
+                ConfigEntry::JwtProvider(p) => Some((p.name.clone(), p.clone())),
+                _ => None,
+            })
+            .collect(),
     })
 }
 

@@ -5,6 +5,7 @@ mod chain;
 mod envoy;
 mod http2;
 mod inbound_limits;
+mod jwt;
 mod l7;
 mod l7_prop;
 mod l7_routes;

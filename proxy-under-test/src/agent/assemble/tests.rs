@@ -205,6 +205,11 @@ fn snapshot_needs_every_piece() {
         "no answer about the mesh entry yet"
     );
     st.mesh = Some(None);
+    assert!(
+        st.snapshot().is_none(),
+        "no answer about the jwt-provider entries yet"
+    );
+    st.jwt = Some(Arc::default());
     let snap = st.snapshot().unwrap();
     assert_eq!(snap.public_listener.to_string(), "0.0.0.0:21000");
     assert_eq!(snap.local_app.to_string(), "127.0.0.1:8080");
@@ -228,6 +233,7 @@ fn transparent_snapshot_carries_listener_virtual_ips_and_dialed_directly() {
         policy: Some(DefaultPolicy::DENY),
         intentions: Some(Arc::new(IntentionSet::new("web", vec![]))),
         mesh: Some(None),
+        jwt: Some(Arc::default()),
         ..State::default()
     };
     st.service = Some(

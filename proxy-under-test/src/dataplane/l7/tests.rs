@@ -58,6 +58,7 @@ fn allow_public_only() -> Vec<Permission> {
                 path_prefix: Some("/public/secret".into()),
                 ..HttpMatch::default()
             }),
+            jwt: None,
         },
         Permission {
             action: "allow".into(),
@@ -66,6 +67,7 @@ fn allow_public_only() -> Vec<Permission> {
                 methods: vec!["GET".into()],
                 ..HttpMatch::default()
             }),
+            jwt: None,
         },
     ]
 }

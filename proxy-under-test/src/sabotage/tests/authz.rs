@@ -98,12 +98,14 @@ fn ignore_permissions_treats_l7_intentions_as_allow() {
             path_prefix: Some("/public".into()),
             ..HttpMatch::default()
         }),
+        jwt: None,
     }];
     let ixns = vec![Intention::l7("web", "db", perms)];
     let good = IntentionSet::new("db", ixns.clone());
     let bad = IntentionSet::new("db", ixns).with_sabotage(Sabotage::IgnorePermissions.into());
     let headers = HeaderMap::new();
     let req = |path| RequestInfo {
+        jwt: &crate::jwt::NO_JWT,
         method: "GET",
         path,
         headers: &headers,

@@ -307,6 +307,7 @@ async fn statuses(set: Sabotages, ca: &TestCa, paths: &[&str]) -> Vec<u16> {
             path_prefix: Some("/public".into()),
             ..HttpMatch::default()
         }),
+        jwt: None,
     }];
     let ixns = vec![Intention::l7("web", "db", perms)];
     let knobs = Knobs {
