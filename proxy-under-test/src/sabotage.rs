@@ -209,11 +209,15 @@ pub enum Sabotage {
     /// `skip-agent-tls-verify`: an `https://` agent's certificate is not verified (any CA, any
     /// name), as with `CONSUL_HTTP_SSL_VERIFY=false`.
     SkipAgentTlsVerify,
+    /// `anonymous-on-403`: a request the agent refuses with 403 is sent again without the
+    /// token, so the agent's default (anonymous) token decides what the proxy may read, and
+    /// nothing is logged (a proxy falling back on the agent's default token).
+    AnonymousOn403,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 61] = [
+    pub const ALL: [Self; 62] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -275,6 +279,7 @@ impl Sabotage {
         Self::PassSpoofedXfcc,
         Self::RequireCaSpiffeSan,
         Self::SkipAgentTlsVerify,
+        Self::AnonymousOn403,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -341,6 +346,7 @@ impl Sabotage {
             Self::PassSpoofedXfcc => "pass-spoofed-xfcc",
             Self::RequireCaSpiffeSan => "require-ca-spiffe-san",
             Self::SkipAgentTlsVerify => "skip-agent-tls-verify",
+            Self::AnonymousOn403 => "anonymous-on-403",
         }
     }
 

@@ -195,6 +195,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/token-without-intentions-read.toml"),
     ),
     (
+        "catalogue/extended/token-without-service-read.toml",
+        include_str!("../catalogue/extended/token-without-service-read.toml"),
+    ),
+    (
         "catalogue/transparent/hostname-endpoint.toml",
         include_str!("../catalogue/transparent/hostname-endpoint.toml"),
     ),

@@ -99,6 +99,7 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "pass-spoofed-xfcc",
     "require-ca-spiffe-san",
     "skip-agent-tls-verify",
+    "anonymous-on-403",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

@@ -227,6 +227,14 @@ pub(super) fn expected(
              (ClientCertSerial)"
                 .into()
         }
+        Check::ProxyLog { contains } => format!(
+            "a line of the proxy's output contains one of {}",
+            contains
+                .iter()
+                .map(|t| format!("{t:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
     if let (Some(w), Some(name)) = (within, &exp.within) {
         text.push_str(&format!(" within {name} ({} ms)", w.bound.as_millis()));

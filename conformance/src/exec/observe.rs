@@ -242,6 +242,7 @@ impl Exec<'_> {
                 let log = self.world.control().request_log();
                 usage::index_reset_honoured(&log, self.last_mark.log_seq)
             }
+            Check::ProxyLog { contains } => super::proxy_log::observe(&self.output, contains),
             Check::AuthorizeSerial => {
                 let calls = self.world.control().authorize_calls();
                 let without = calls

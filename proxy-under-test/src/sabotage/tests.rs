@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 61] = [
+const CATALOGUE: [&str; 62] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -79,6 +79,7 @@ const CATALOGUE: [&str; 61] = [
     "pass-spoofed-xfcc",
     "require-ca-spiffe-san",
     "skip-agent-tls-verify",
+    "anonymous-on-403",
 ];
 
 #[test]

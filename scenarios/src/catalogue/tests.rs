@@ -69,6 +69,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "inbound-connection-limit",
             "inbound-local-request-timeout",
             "token-without-intentions-read",
+            "token-without-service-read",
             "authorize-cert-serial",
             "ca-without-spiffe-san",
             "agent-tls",

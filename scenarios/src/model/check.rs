@@ -193,6 +193,12 @@ pub enum Check {
     /// Every `POST /v1/agent/connect/authorize` the proxy made carried a `ClientCertSerial`
     /// (a proxy that makes none passes, and the observation says so); meant as `info`.
     AuthorizeSerial,
+    /// The proxy's output (stdout and stderr, terminal colours removed) has a line containing
+    /// one of `contains` (ASCII case-insensitive): the proxy said why it refuses (e.g. a 403).
+    ProxyLog {
+        /// Texts any one of which a line must contain.
+        contains: Vec<String>,
+    },
 }
 
 /// Where an inbound probe connects.

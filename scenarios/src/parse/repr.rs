@@ -376,6 +376,9 @@ enum CheckRepr {
     Burst(BurstCheck),
     IndexResetHonoured {},
     AuthorizeSerial {},
+    ProxyLog {
+        contains: Vec<String>,
+    },
 }
 
 #[derive(Deserialize)]

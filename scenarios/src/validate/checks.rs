@@ -276,6 +276,21 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             Ok(())
         }
         Check::AuthorizeSerial => Ok(()),
+        Check::ProxyLog { contains } => {
+            if contains.is_empty() {
+                return Err(FieldError::new(
+                    at.key("contains"),
+                    "list at least one text a line of the proxy's output must contain",
+                ));
+            }
+            match contains.iter().position(|t| t.trim().is_empty()) {
+                Some(i) => Err(FieldError::new(
+                    at.key("contains").index(i),
+                    "an empty text matches every line; write what the line must say",
+                )),
+                None => Ok(()),
+            }
+        }
         Check::IndexResetHonoured => {
             if st.index_reset {
                 Ok(())

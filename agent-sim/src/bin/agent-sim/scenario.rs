@@ -408,6 +408,9 @@ fn describe(check: &Check) -> String {
         Check::AuthorizeSerial => {
             "sends ClientCertSerial with every authorize call it makes".into()
         }
+        Check::ProxyLog { contains } => {
+            format!("logs a line containing one of {contains:?}")
+        }
         Check::Request(c) => format!(
             "routes {} through upstream {} as the discovery chain says (status {})",
             c.path, c.upstream, c.status
