@@ -7,6 +7,7 @@
 //! configured over xDS the sim also serves gRPC and the world holds its bootstrap (`xds`).
 
 mod apps;
+mod exclusions;
 mod instances;
 mod ports;
 mod transparent;
@@ -27,6 +28,7 @@ use scenarios::{InstanceSpec, Policy, Scenario, Step, Timeouts, TokenDelivery};
 pub(crate) use self::apps::start as start_app;
 pub(crate) use self::apps::{App, AppBind, AppKind};
 pub(crate) use self::instances::{Instances, REQUEST_HEADER, SERVED_BY};
+pub(crate) use self::exclusions::Excluded;
 pub(crate) use self::transparent::Pod;
 pub(crate) use self::xds::XdsWorld;
 use crate::error::Error;
@@ -203,13 +205,16 @@ impl World {
             (Some(node), Some(spec)) => {
                 ports.service_address = Some(crate::netns::POD_IP.to_string());
                 ports.instance_address = Some(crate::netns::NODE_IP.to_string());
-                Some(Pod::new(
-                    node,
-                    spec,
-                    manifest.transparent.uid,
-                    dir.path(),
-                    &token_file,
-                )?)
+                Some(
+                    Pod::new(
+                        node,
+                        spec,
+                        manifest.transparent.uid,
+                        dir.path(),
+                        &token_file,
+                    )
+                    .await?,
+                )
             }
             _ => None,
         };
@@ -402,6 +407,9 @@ impl World {
         vars.insert("proxy_uid", uid.to_string());
         vars.insert("app_port", self.app.addr.port().to_string());
         let mut argv = template::render(&manifest.transparent.redirect_command, &vars)?;
+        if tamper != Some(Tamper::RedirectIgnoreExclusions) {
+            argv.extend(pod.excluded.flags());
+        }
         if tamper == Some(Tamper::RedirectSkipInbound) {
             argv.push("-exclude-inbound-port".into());
             argv.push(self.app.addr.port().to_string());

@@ -203,6 +203,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/transparent/hostname-endpoint.toml"),
     ),
     (
+        "catalogue/transparent/tproxy-exclusions.toml",
+        include_str!("../catalogue/transparent/tproxy-exclusions.toml"),
+    ),
+    (
         "catalogue/transparent/tproxy-inbound-capture.toml",
         include_str!("../catalogue/transparent/tproxy-inbound-capture.toml"),
     ),

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use scenarios::Outcome;
+use scenarios::{Outcome, OutsideTarget};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
@@ -41,12 +41,20 @@ impl Exec<'_> {
     }
 
     /// The app dials the outside server (an address no service owns).
-    pub(super) async fn observe_unknown(&mut self, outcome: Outcome) -> Observation {
+    pub(super) async fn observe_unknown(&mut self, outcome: Outcome, to: OutsideTarget) -> Observation {
         let pod = match self.pod() {
             Ok(p) => p,
             Err(o) => return o,
         };
-        let outside = pod.outside.addr;
+        let server = match to {
+            OutsideTarget::Outside => Some(&pod.outside),
+            OutsideTarget::ExcludedPort => pod.excluded.outbound_port.as_ref(),
+            OutsideTarget::ExcludedCidr => pod.excluded.outbound_cidr.as_ref(),
+        };
+        let Some(server) = server else {
+            return Observation::new(false, "the world has no such server outside the pod");
+        };
+        let outside = server.addr;
         let token = probe::token();
         let answer = exchange(outside, &token).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -56,7 +64,7 @@ impl Exec<'_> {
                 format!("the dial of {outside} was sent to instance {}", i.id),
             );
         }
-        let reached = pod.outside.record.saw(token.as_bytes());
+        let reached = server.record.saw(token.as_bytes());
         match outcome {
             Outcome::Refused if reached => Observation::new(
                 false,

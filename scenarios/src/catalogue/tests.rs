@@ -82,6 +82,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "tproxy-outbound-deny-unknown",
             "tproxy-inbound-capture",
             "tproxy-no-loop",
+            "tproxy-exclusions",
             "uds-local-app",
             "uds-upstream",
             "hostname-endpoint",

@@ -153,6 +153,9 @@ pub enum Check {
     UnknownDestination {
         /// Expected outcome.
         outcome: Outcome,
+        /// Which server is dialed (default the plain one outside the pod).
+        #[serde(default)]
+        to: OutsideTarget,
     },
     /// Transparent mode: the proxy's own connections were not redirected back into it: every
     /// connection its outbound listener accepted so far came from the harness's app probes.
@@ -210,6 +213,23 @@ pub enum InboundVia {
     PublicListener,
     /// The application's port, dialed from outside the pod (transparent mode).
     AppPort,
+    /// The pod's plain server on the port the redirect step excludes (transparent mode with
+    /// `exclude = ["inbound-port"]`): `allowed` means it was reached directly.
+    ExcludedPort,
+}
+
+/// Which server outside the pod an `unknown-destination` check dials (none belongs to a
+/// service).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutsideTarget {
+    /// The plain server every transparent world has.
+    #[default]
+    Outside,
+    /// The one on the port the redirect step excludes (`exclude = ["outbound-port"]`).
+    ExcludedPort,
+    /// The one on the address the redirect step excludes (`exclude = ["outbound-cidr"]`).
+    ExcludedCidr,
 }
 
 /// How an upstream probe reaches the upstream.

@@ -18,7 +18,8 @@ use crate::error::{FieldPath, Seg};
 use crate::model::{
     AgentCertCa, Answer, AppProtocol, BurstCheck, Catch, Check, ConnProtocol, Expectation,
     FaultSpec, Generator, Identity, InboundVia, InstanceSpec, IntentionSpec, Outcome, Policy,
-    Profile, RequestCheck, Requirement, RootRef, Scenario, Setup, SpreadCheck, Step, UpstreamVia,
+    OutsideTarget, Profile, RequestCheck, Requirement, RootRef, Scenario, Setup, SpreadCheck, Step,
+    UpstreamVia,
 };
 
 /// Starts and ends the encoded inner path of an error message.
@@ -355,6 +356,8 @@ enum CheckRepr {
     },
     UnknownDestination {
         outcome: Outcome,
+        #[serde(default)]
+        to: OutsideTarget,
     },
     NoRedirectLoop {},
     UpstreamRefused {

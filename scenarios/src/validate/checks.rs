@@ -2,7 +2,9 @@
 //! timeline.
 
 use crate::error::{FieldError, FieldPath};
-use crate::model::{Check, ConnProtocol, Identity, InboundVia, Outcome, UpstreamVia};
+use crate::model::{
+    Check, ConnProtocol, Exclusion, Identity, InboundVia, Outcome, OutsideTarget, UpstreamVia,
+};
 use crate::names::BLOCKING_FAMILIES;
 
 use super::steps::{State, known_instance, present_upstream, unknown_conn};
@@ -13,6 +15,9 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
         Check::Inbound { identity, via, .. } => {
             if *via == InboundVia::AppPort {
                 needs_transparent(&at.key("via"), st, "via = \"app-port\"")?;
+            }
+            if *via == InboundVia::ExcludedPort {
+                needs_exclusion(&at.key("via"), st, Exclusion::InboundPort, "excluded-port")?;
             }
             check_identity(&at.key("identity"), identity, st)
         }
@@ -39,7 +44,18 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             }
             check_identity(&at.key("identity"), identity, st)
         }
-        Check::UnknownDestination { .. } => needs_transparent(at, st, "unknown-destination"),
+        Check::UnknownDestination { to, .. } => {
+            needs_transparent(at, st, "unknown-destination")?;
+            match to {
+                OutsideTarget::Outside => Ok(()),
+                OutsideTarget::ExcludedPort => {
+                    needs_exclusion(&at.key("to"), st, Exclusion::OutboundPort, "excluded-port")
+                }
+                OutsideTarget::ExcludedCidr => {
+                    needs_exclusion(&at.key("to"), st, Exclusion::OutboundCidr, "excluded-cidr")
+                }
+            }
+        }
         Check::NoRedirectLoop => needs_transparent(at, st, "no-redirect-loop"),
         Check::Http {
             identity,
@@ -327,6 +343,28 @@ fn grpc_path(path: &str) -> bool {
     path.strip_prefix('/')
         .and_then(|p| p.split_once('/'))
         .is_some_and(|(svc, method)| ok(svc) && ok(method))
+}
+
+/// `target` names a target made for `exclusion`, which the setup must list.
+fn needs_exclusion(
+    at: &FieldPath,
+    st: &State<'_>,
+    exclusion: Exclusion,
+    target: &str,
+) -> Result<(), FieldError> {
+    needs_transparent(at, st, target)?;
+    if st.exclude.contains(&exclusion) {
+        return Ok(());
+    }
+    let name = match exclusion {
+        Exclusion::InboundPort => "inbound-port",
+        Exclusion::OutboundPort => "outbound-port",
+        Exclusion::OutboundCidr => "outbound-cidr",
+    };
+    Err(FieldError::new(
+        at.clone(),
+        format!("{target:?} needs `exclude = [\"{name}\"]` in `[setup.transparent]`"),
+    ))
 }
 
 fn needs_transparent(at: &FieldPath, st: &State<'_>, what: &str) -> Result<(), FieldError> {

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::duration::check_timeout_ref;
 use crate::error::{FieldError, FieldPath};
-use crate::model::{ConnProtocol, Scenario, Step};
+use crate::model::{ConnProtocol, Exclusion, Scenario, Step};
 use crate::names::HEALTH_STATUSES;
 
 use super::checks::{check_check, check_identity};
@@ -28,6 +28,8 @@ pub(super) struct State<'a> {
     pub(super) index_reset: bool,
     /// The setup has `[setup.transparent]`.
     pub(super) transparent: bool,
+    /// What its redirect step excludes.
+    pub(super) exclude: Vec<Exclusion>,
 }
 
 pub(super) fn check_steps(s: &Scenario) -> Result<(), FieldError> {
@@ -53,6 +55,12 @@ pub(super) fn check_steps(s: &Scenario) -> Result<(), FieldError> {
         marks: BTreeSet::new(),
         index_reset: false,
         transparent: s.setup.transparent.is_some(),
+        exclude: s
+            .setup
+            .transparent
+            .as_ref()
+            .map(|t| t.exclude.clone())
+            .unwrap_or_default(),
     };
     for (i, step) in s.steps.iter().enumerate() {
         let at = FieldPath::root().key("steps").index(i);
