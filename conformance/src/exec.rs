@@ -68,6 +68,8 @@ pub(crate) struct Exec<'w> {
     last_mark: Mark,
     /// The proxy's captured output streams (for `proxy-log` checks; none in unit tests).
     output: Vec<&'w OutputRing>,
+    /// The conformance binary (`{exe}`), for dials made as another UID (`conformance dial`).
+    exe: Option<&'w std::path::Path>,
 }
 
 impl<'w> Exec<'w> {
@@ -100,7 +102,14 @@ impl<'w> Exec<'w> {
                 leaf: None,
             },
             output: Vec::new(),
+            exe: None,
         }
+    }
+
+    /// This executor running `exe` (the conformance binary) for dials as another UID.
+    pub(crate) fn with_exe(mut self, exe: &'w std::path::Path) -> Self {
+        self.exe = Some(exe);
+        self
     }
 
     /// This executor reading the proxy's output from `streams` (stdout, stderr).

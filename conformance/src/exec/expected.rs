@@ -96,6 +96,7 @@ pub(super) fn expected(
         Check::UnknownDestination {
             outcome,
             to: to @ (OutsideTarget::ExcludedPort | OutsideTarget::ExcludedCidr),
+            ..
         } => {
             let what = match to {
                 OutsideTarget::ExcludedPort => "a server outside the pod on the excluded port",
@@ -109,6 +110,18 @@ pub(super) fn expected(
                 Expected::Refused => format!("the app's dial of {what} reaches nothing"),
             }
         }
+        Check::UnknownDestination {
+            outcome,
+            as_excluded_uid: true,
+            ..
+        } => match outcome {
+            Expected::Allowed => "a dial by a process of the excluded UID of an address no \
+                 service owns bypasses the proxy and reaches it"
+                .to_owned(),
+            Expected::Refused => "a dial by a process of the excluded UID of an address no \
+                 service owns reaches nothing"
+                .to_owned(),
+        },
         Check::UnknownDestination { outcome, .. } => match outcome {
             Expected::Refused => "the app's dial of an address no service owns is refused: \
                  nothing reaches it or any instance"

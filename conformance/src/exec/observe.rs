@@ -210,7 +210,11 @@ impl Exec<'_> {
             Check::Request(c) => self.observe_request(c).await,
             Check::Spread(c) => self.observe_spread(c).await,
             Check::Burst(c) => self.observe_burst(c).await,
-            Check::UnknownDestination { outcome, to } => self.observe_unknown(*outcome, *to).await,
+            Check::UnknownDestination {
+                outcome,
+                to,
+                as_excluded_uid,
+            } => self.observe_unknown(*outcome, *to, *as_excluded_uid).await,
             Check::NoRedirectLoop => self.observe_no_loop().await,
             Check::UpstreamRefused { upstream } => {
                 let Some(addr) = self.world.upstream_addr(upstream) else {

@@ -150,7 +150,8 @@ pub(super) async fn play(
                 }
             }
             let mut exec = Exec::new(&mut world, &cfg.timeouts, cfg.manifest.bounds, started)
-                .with_output([proxy.stdout(), proxy.stderr()]);
+                .with_output([proxy.stdout(), proxy.stderr()])
+                .with_exe(&cfg.exe);
             let r = match until_cancelled(interrupt, exec.run(&scenario.steps)).await {
                 Ok(r) => r,
                 Err(sig) => {

@@ -1,8 +1,9 @@
 //! The targets of a transparent scenario's exclusions (`[setup.transparent] exclude`): a plain
 //! echo server in the pod on the port `-exclude-inbound-port` names (as for ssh), and plain echo
 //! servers outside the pod on the port `-exclude-outbound-port` names and on the address
-//! `-exclude-outbound-cidr` names; and the flags that tell the redirect step so (those of
-//! `consul connect redirect-traffic`).
+//! `-exclude-outbound-cidr` names, and a UID for `-exclude-uid` (the proxy's plus two, so it
+//! is neither the proxy's nor the one `redirect-wrong-uid` uses); and the flags that tell the
+//! redirect step so (those of `consul connect redirect-traffic`).
 
 use std::net::SocketAddr;
 
@@ -22,11 +23,18 @@ pub(crate) struct Excluded {
     pub(crate) outbound_port: Option<App>,
     /// Outside the pod on `NODE_EXCLUDED_IP`; that address is excluded.
     pub(crate) outbound_cidr: Option<App>,
+    /// A UID whose dials are excluded from the outbound capture.
+    pub(crate) uid: Option<u32>,
 }
 
 impl Excluded {
-    /// Starts a server for each of `exclude` (the calling thread is in the pod).
-    pub(crate) async fn start(node: &Node, exclude: &[Exclusion]) -> Result<Self, Error> {
+    /// Starts a server for each of `exclude` (the calling thread is in the pod); `proxy_uid`
+    /// is the proxy's UID.
+    pub(crate) async fn start(
+        node: &Node,
+        exclude: &[Exclusion],
+        proxy_uid: u32,
+    ) -> Result<Self, Error> {
         let mut out = Self::default();
         for e in exclude {
             match e {
@@ -48,6 +56,7 @@ impl Excluded {
                         .map_err(|e| Error::io("bind the excluded-address server outside", e))?;
                     out.outbound_cidr = Some(apps::on_listener(AppKind::Echo, l)?);
                 }
+                Exclusion::Uid => out.uid = Some(proxy_uid + 2),
             }
         }
         Ok(out)
@@ -60,7 +69,8 @@ impl Excluded {
             .map(|a| SocketAddr::from((POD_IP, a.addr.port())))
     }
 
-    /// `-exclude-inbound-port N`, `-exclude-outbound-port N`, `-exclude-outbound-cidr A/32`.
+    /// `-exclude-inbound-port N`, `-exclude-outbound-port N`, `-exclude-outbound-cidr A/32`,
+    /// `-exclude-uid N`.
     pub(crate) fn flags(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(a) = &self.inbound {
@@ -71,6 +81,9 @@ impl Excluded {
         }
         if let Some(a) = &self.outbound_cidr {
             out.extend(["-exclude-outbound-cidr".into(), format!("{}/32", a.addr.ip())]);
+        }
+        if let Some(uid) = self.uid {
+            out.extend(["-exclude-uid".into(), uid.to_string()]);
         }
         out
     }

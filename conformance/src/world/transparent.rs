@@ -44,7 +44,7 @@ impl Pod {
             .listen(SocketAddr::from((NODE_IP, 0)))
             .map_err(|e| Error::io("bind the outside server", e))?;
         let outside = apps::on_listener(AppKind::Echo, listener)?;
-        let excluded = Excluded::start(&node, &spec.exclude).await?;
+        let excluded = Excluded::start(&node, &spec.exclude, uid).await?;
         Ok(Self {
             node,
             uid,

@@ -156,6 +156,10 @@ pub enum Check {
         /// Which server is dialed (default the plain one outside the pod).
         #[serde(default)]
         to: OutsideTarget,
+        /// The dial is made by a process running as the UID the redirect step excludes
+        /// (`exclude = ["uid"]`) instead of the app.
+        #[serde(default)]
+        as_excluded_uid: bool,
     },
     /// Transparent mode: the proxy's own connections were not redirected back into it: every
     /// connection its outbound listener accepted so far came from the harness's app probes.

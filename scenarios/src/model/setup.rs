@@ -179,7 +179,8 @@ pub struct TransparentSpec {
 /// for each and passes its flag: `inbound-port` a plain TCP server in the pod
 /// (`-exclude-inbound-port`, as for ssh), `outbound-port` a plain server outside the pod on
 /// another port (`-exclude-outbound-port`), `outbound-cidr` one on another address
-/// (`-exclude-outbound-cidr <address>/32`).
+/// (`-exclude-outbound-cidr <address>/32`), `uid` another UID than the proxy's
+/// (`-exclude-uid`), whose dials the harness makes from a process running as it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Exclusion {
@@ -189,6 +190,8 @@ pub enum Exclusion {
     OutboundPort,
     /// `-exclude-outbound-cidr`.
     OutboundCidr,
+    /// `-exclude-uid`.
+    Uid,
 }
 
 /// A harness-run mTLS instance of some service, registered in the catalog as that service's

@@ -358,6 +358,8 @@ enum CheckRepr {
         outcome: Outcome,
         #[serde(default)]
         to: OutsideTarget,
+        #[serde(default)]
+        as_excluded_uid: bool,
     },
     NoRedirectLoop {},
     UpstreamRefused {

@@ -44,8 +44,15 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             }
             check_identity(&at.key("identity"), identity, st)
         }
-        Check::UnknownDestination { to, .. } => {
+        Check::UnknownDestination {
+            to,
+            as_excluded_uid,
+            ..
+        } => {
             needs_transparent(at, st, "unknown-destination")?;
+            if *as_excluded_uid {
+                needs_exclusion(&at.key("as_excluded_uid"), st, Exclusion::Uid, "as_excluded_uid")?;
+            }
             match to {
                 OutsideTarget::Outside => Ok(()),
                 OutsideTarget::ExcludedPort => {
@@ -360,6 +367,7 @@ fn needs_exclusion(
         Exclusion::InboundPort => "inbound-port",
         Exclusion::OutboundPort => "outbound-port",
         Exclusion::OutboundCidr => "outbound-cidr",
+        Exclusion::Uid => "uid",
     };
     Err(FieldError::new(
         at.clone(),
