@@ -72,6 +72,8 @@ pub(crate) struct World {
     pub(crate) xds: Option<XdsWorld>,
     /// The scenario's seed (what `spread` checks derive their header values from).
     pub(crate) seed: u64,
+    /// The app, the instances and the public listener are on `::1` (`setup.ipv6`).
+    ipv6: bool,
     token_file: PathBuf,
     /// The agent's TLS as the proxy is handed it (`CONSUL_CACERT` and friends), when it serves
     /// HTTPS.
@@ -177,6 +179,8 @@ impl World {
             AppBind::Unix(dir.path().join("app.sock"))
         } else if node.is_some() {
             AppBind::AnyAddress
+        } else if setup.ipv6 {
+            AppBind::LoopbackV6
         } else if blackholed {
             AppBind::LoopbackSmallBacklog
         } else {
@@ -201,6 +205,10 @@ impl World {
                     .insert(u.name.clone(), path.display().to_string());
             }
         }
+        if setup.ipv6 {
+            ports.service_address = Some("::1".to_owned());
+            ports.instance_address = Some("::1".to_owned());
+        }
         let pod = match (node, &setup.transparent) {
             (Some(node), Some(spec)) => {
                 ports.service_address = Some(crate::netns::POD_IP.to_string());
@@ -220,7 +228,7 @@ impl World {
         };
         for spec in &setup.instances {
             let node = pod.as_ref().map(Pod::node);
-            let i = instances::start(spec, &control, node, instances.log()).await?;
+            let i = instances::start(spec, &control, node, setup.ipv6, instances.log()).await?;
             ports.instances.insert(spec.id.clone(), i.addr.port());
             instances.insert(i);
         }
@@ -241,6 +249,7 @@ impl World {
             pod,
             xds,
             seed,
+            ipv6: setup.ipv6,
             token_file,
             agent_tls,
             dir,
@@ -260,9 +269,10 @@ impl World {
 
     /// The proxy's inbound (public) listener (on the pod's address in transparent mode).
     pub(crate) fn inbound_addr(&self) -> SocketAddr {
-        let ip = match self.pod {
-            Some(_) => crate::netns::POD_IP,
-            None => Ipv4Addr::LOCALHOST,
+        let ip: std::net::IpAddr = match self.pod {
+            Some(_) => crate::netns::POD_IP.into(),
+            None if self.ipv6 => std::net::Ipv6Addr::LOCALHOST.into(),
+            None => Ipv4Addr::LOCALHOST.into(),
         };
         SocketAddr::from((ip, self.play.ports().inbound))
     }
@@ -430,7 +440,14 @@ impl World {
     /// step's catalog registration can follow.
     pub(crate) async fn start_instance(&mut self, spec: &InstanceSpec) -> Result<(), Error> {
         let node = self.pod.as_ref().map(Pod::node);
-        let i = instances::start(spec, self.sim.control(), node, self.instances.log()).await?;
+        let i = instances::start(
+            spec,
+            self.sim.control(),
+            node,
+            self.ipv6,
+            self.instances.log(),
+        )
+        .await?;
         self.play.set_instance_port(&spec.id, i.addr.port());
         self.instances.insert(i);
         Ok(())

@@ -213,11 +213,15 @@ pub enum Sabotage {
     /// token, so the agent's default (anonymous) token decides what the proxy may read, and
     /// nothing is logged (a proxy falling back on the agent's default token).
     AnonymousOn403,
+    /// `ipv6-unbracketed`: addresses are joined as `host:port` text without brackets and parsed
+    /// again (`::1:20000` is no address): IPv6 endpoints are dropped and an IPv6 local
+    /// application is dialed on 127.0.0.1 instead.
+    Ipv6Unbracketed,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 62] = [
+    pub const ALL: [Self; 63] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -280,6 +284,7 @@ impl Sabotage {
         Self::RequireCaSpiffeSan,
         Self::SkipAgentTlsVerify,
         Self::AnonymousOn403,
+        Self::Ipv6Unbracketed,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -347,6 +352,7 @@ impl Sabotage {
             Self::RequireCaSpiffeSan => "require-ca-spiffe-san",
             Self::SkipAgentTlsVerify => "skip-agent-tls-verify",
             Self::AnonymousOn403 => "anonymous-on-403",
+            Self::Ipv6Unbracketed => "ipv6-unbracketed",
         }
     }
 

@@ -183,6 +183,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/inbound-local-request-timeout.toml"),
     ),
     (
+        "catalogue/extended/ipv6-endpoints.toml",
+        include_str!("../catalogue/extended/ipv6-endpoints.toml"),
+    ),
+    (
         "catalogue/extended/l4-only-chain.toml",
         include_str!("../catalogue/extended/l4-only-chain.toml"),
     ),

@@ -100,6 +100,7 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "require-ca-spiffe-san",
     "skip-agent-tls-verify",
     "anonymous-on-403",
+    "ipv6-unbracketed",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that

@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 62] = [
+const CATALOGUE: [&str; 63] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -80,6 +80,7 @@ const CATALOGUE: [&str; 62] = [
     "require-ca-spiffe-san",
     "skip-agent-tls-verify",
     "anonymous-on-403",
+    "ipv6-unbracketed",
 ];
 
 #[test]

@@ -66,6 +66,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "acl-token-file",
             "prepared-query-upstream",
             "l4-only-chain",
+            "ipv6-endpoints",
             "inbound-connection-limit",
             "inbound-local-request-timeout",
             "token-without-intentions-read",

@@ -74,6 +74,10 @@ pub struct Setup {
     /// `CONSUL_CLIENT_CERT`, `CONSUL_CLIENT_KEY` and `CONSUL_TLS_SERVER_NAME`.
     #[serde(default)]
     pub agent_tls: Option<AgentTlsSetup>,
+    /// The app, the upstream instances and the sidecar's public listener on `::1` (the
+    /// registrations' `Address`es are `::1`); graded only where the machine has IPv6 loopback.
+    #[serde(default)]
+    pub ipv6: bool,
 }
 
 /// `[setup.agent_tls]`: the agent's own TLS.
