@@ -27,8 +27,8 @@ use scenarios::{InstanceSpec, Policy, Scenario, Step, Timeouts, TokenDelivery};
 #[cfg(test)]
 pub(crate) use self::apps::start as start_app;
 pub(crate) use self::apps::{App, AppBind, AppKind};
-pub(crate) use self::instances::{Instances, REQUEST_HEADER, SERVED_BY};
 pub(crate) use self::exclusions::Excluded;
+pub(crate) use self::instances::{Instances, REQUEST_HEADER, SERVED_BY};
 pub(crate) use self::transparent::Pod;
 pub(crate) use self::xds::XdsWorld;
 use crate::error::Error;

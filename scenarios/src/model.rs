@@ -20,8 +20,8 @@ pub use self::catch::{Catch, catch_quoted};
 pub use self::check::{Check, InboundVia, Outcome, OutsideTarget, RootRef, UpstreamVia};
 pub use self::route::{Answer, AppProtocol, BurstCheck, RequestCheck, SpreadCheck};
 pub use self::setup::{
-    AgentCertCa, AgentTlsSetup, CaSetup, Identity, InstanceSpec, IntentionSpec, Policy, Setup,
-    Exclusion, TokenDelivery, TransparentSpec, UpstreamSpec,
+    AgentCertCa, AgentTlsSetup, CaSetup, Exclusion, Identity, InstanceSpec, IntentionSpec, Policy,
+    Setup, TokenDelivery, TransparentSpec, UpstreamSpec,
 };
 pub use self::step::{ConnProtocol, Expectation, FaultSpec, Requirement, Step};
 

@@ -25,7 +25,8 @@ pub(super) fn dial(addr: SocketAddr, line: &str) -> ExitCode {
 }
 
 fn exchange(addr: SocketAddr, line: &str) -> Result<String, String> {
-    let mut s = TcpStream::connect_timeout(&addr, LIMIT).map_err(|e| format!("connect failed: {e}"))?;
+    let mut s =
+        TcpStream::connect_timeout(&addr, LIMIT).map_err(|e| format!("connect failed: {e}"))?;
     s.set_read_timeout(Some(LIMIT))
         .map_err(|e| format!("set a read timeout: {e}"))?;
     s.write_all(format!("{line}\n").as_bytes())

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use scenarios::{
-    Check, Expectation, Identity, InboundVia, Outcome as Expected, OutsideTarget, RootRef, UpstreamVia,
+    Check, Expectation, Identity, InboundVia, Outcome as Expected, OutsideTarget, RootRef,
+    UpstreamVia,
 };
 
 use super::checks::Within;

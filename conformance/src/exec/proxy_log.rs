@@ -76,7 +76,11 @@ mod tests {
         );
         let got = observe(&[&ring], &["permission DENIED".into(), "(403)".into()]);
         assert!(got.ok, "{}", got.text);
-        assert!(got.text.contains("ERROR may not read (403) watch=health"), "{}", got.text);
+        assert!(
+            got.text.contains("ERROR may not read (403) watch=health"),
+            "{}",
+            got.text
+        );
     }
 
     #[test]

@@ -84,7 +84,10 @@ pub(super) fn enter_pod(tools: &Tools) -> Result<Node, Error> {
         .run(move || -> Result<(), String> {
             run(&ip_path, &["link", "set", "lo", "up"])?;
             run(&ip_path, &["addr", "add", &node_ip, "dev", "node0"])?;
-            run(&ip_path, &["addr", "add", &node_excluded_ip, "dev", "node0"])?;
+            run(
+                &ip_path,
+                &["addr", "add", &node_excluded_ip, "dev", "node0"],
+            )?;
             run(&ip_path, &["link", "set", "node0", "up"])
         })
         .map_err(|e| Error::io("enter the node network namespace", e))?;

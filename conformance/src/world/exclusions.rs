@@ -80,7 +80,10 @@ impl Excluded {
             out.extend(["-exclude-outbound-port".into(), a.addr.port().to_string()]);
         }
         if let Some(a) = &self.outbound_cidr {
-            out.extend(["-exclude-outbound-cidr".into(), format!("{}/32", a.addr.ip())]);
+            out.extend([
+                "-exclude-outbound-cidr".into(),
+                format!("{}/32", a.addr.ip()),
+            ]);
         }
         if let Some(uid) = self.uid {
             out.extend(["-exclude-uid".into(), uid.to_string()]);

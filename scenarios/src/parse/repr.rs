@@ -17,9 +17,9 @@ use serde_json::{Map, Value};
 use crate::error::{FieldPath, Seg};
 use crate::model::{
     AgentCertCa, Answer, AppProtocol, BurstCheck, Catch, Check, ConnProtocol, Expectation,
-    FaultSpec, Generator, Identity, InboundVia, InstanceSpec, IntentionSpec, Outcome, Policy,
-    OutsideTarget, Profile, RequestCheck, Requirement, RootRef, Scenario, Setup, SpreadCheck, Step,
-    UpstreamVia,
+    FaultSpec, Generator, Identity, InboundVia, InstanceSpec, IntentionSpec, Outcome,
+    OutsideTarget, Policy, Profile, RequestCheck, Requirement, RootRef, Scenario, Setup,
+    SpreadCheck, Step, UpstreamVia,
 };
 
 /// Starts and ends the encoded inner path of an error message.

@@ -51,7 +51,12 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
         } => {
             needs_transparent(at, st, "unknown-destination")?;
             if *as_excluded_uid {
-                needs_exclusion(&at.key("as_excluded_uid"), st, Exclusion::Uid, "as_excluded_uid")?;
+                needs_exclusion(
+                    &at.key("as_excluded_uid"),
+                    st,
+                    Exclusion::Uid,
+                    "as_excluded_uid",
+                )?;
             }
             match to {
                 OutsideTarget::Outside => Ok(()),

@@ -12,7 +12,8 @@ use agent_sim::config::{IntentionDefault, SimConfig};
 use agent_sim::play::{PROXY_ID, PROXY_TOKEN_RULES, Play, Ports};
 use anyhow::{Context, anyhow};
 use scenarios::{
-    Check, Identity, InboundVia, Outcome, OutsideTarget, Policy, Scenario, Step, Timeouts, UpstreamVia,
+    Check, Identity, InboundVia, Outcome, OutsideTarget, Policy, Scenario, Step, Timeouts,
+    UpstreamVia,
 };
 
 /// Finds a catalogue scenario (expanding generated ones with `seed`).
