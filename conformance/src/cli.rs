@@ -12,6 +12,7 @@
 
 mod compare;
 mod demo;
+mod dial;
 mod flags;
 mod links;
 mod list;
@@ -100,6 +101,18 @@ pub enum Command {
     /// follow; `conformance redirect-traffic -help` lists them.
     #[command(name = "redirect-traffic", disable_help_flag = true)]
     RedirectTraffic(ReferenceArgs),
+    /// Connect to ADDR, send LINE, print the answered line (the harness's dial as another UID).
+    #[command(hide = true)]
+    Dial(DialArgs),
+}
+
+/// `conformance dial ADDR LINE`.
+#[derive(Debug, Args)]
+pub struct DialArgs {
+    /// Where to connect.
+    pub addr: std::net::SocketAddr,
+    /// The line to send.
+    pub line: String,
 }
 
 /// `conformance run`.
@@ -299,6 +312,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Compare(a) => compare::compare(&a),
         Command::ReferenceProxy(a) => return reference_proxy(a.args),
         Command::RedirectTraffic(a) => return redirect_traffic(a.args),
+        Command::Dial(a) => return dial::dial(a.addr, &a.line),
     };
     match result {
         Ok(code) => code,

@@ -7,6 +7,7 @@ mod chain_check;
 mod checks;
 mod expected;
 mod observe;
+mod proxy_log;
 mod route;
 mod streams;
 mod transparent;
@@ -27,6 +28,7 @@ use tokio::time::Instant;
 use crate::error::Error;
 use crate::manifest::Bounds;
 use crate::probe::{self, Conn};
+use crate::proxy::OutputRing;
 use crate::world::World;
 
 /// Slack added to a proxy's declared bounds for scheduling and propagation on a busy machine.
@@ -64,6 +66,10 @@ pub(crate) struct Exec<'w> {
     cache: BTreeMap<String, (Instant, Option<ClientIdentity>)>,
     marks: BTreeMap<String, Mark>,
     last_mark: Mark,
+    /// The proxy's captured output streams (for `proxy-log` checks; none in unit tests).
+    output: Vec<&'w OutputRing>,
+    /// The conformance binary (`{exe}`), for dials made as another UID (`conformance dial`).
+    exe: Option<&'w std::path::Path>,
 }
 
 impl<'w> Exec<'w> {
@@ -95,7 +101,21 @@ impl<'w> Exec<'w> {
                 log_seq,
                 leaf: None,
             },
+            output: Vec::new(),
+            exe: None,
         }
+    }
+
+    /// This executor running `exe` (the conformance binary) for dials as another UID.
+    pub(crate) fn with_exe(mut self, exe: &'w std::path::Path) -> Self {
+        self.exe = Some(exe);
+        self
+    }
+
+    /// This executor reading the proxy's output from `streams` (stdout, stderr).
+    pub(crate) fn with_output(mut self, streams: [&'w OutputRing; 2]) -> Self {
+        self.output = streams.to_vec();
+        self
     }
 
     /// Milliseconds since the scenario started.

@@ -28,7 +28,9 @@
 //! uid = 5995          # the proxy runs as this user; the redirect rules exempt it
 //! # the one-shot, privileged redirect step run in the pod before the proxy starts
 //! # (default: this harness's own `redirect-traffic`; `consul connect redirect-traffic`
-//! # works the same against the simulated agent)
+//! # works the same against the simulated agent); a scenario's exclusions are appended as
+//! # `-exclude-inbound-port N`, `-exclude-outbound-port N`, `-exclude-outbound-cidr A/32`,
+//! # `-exclude-uid N`
 //! redirect_command = "{exe} redirect-traffic -proxy-id {proxy_id} -proxy-uid {proxy_uid}"
 //!
 //! # run the proxy from this local container image (host network; the scenario's files

@@ -26,6 +26,9 @@ pub(crate) use self::setup::support;
 pub(crate) const POD_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 /// The node side of the link (other instances, downstream clients).
 pub(crate) const NODE_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+/// A second address of the node side, for servers a scenario's redirect step excludes by CIDR
+/// (`-exclude-outbound-cidr`) while `NODE_IP` stays captured.
+pub(crate) const NODE_EXCLUDED_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 3);
 /// Routed to `lo` in the pod, so the app's dials of virtual IPs reach the redirect rules.
 pub(crate) const VIRTUAL_IP_RANGE: &str = "240.0.0.0/4";
 

@@ -7,6 +7,7 @@
 //! configured over xDS the sim also serves gRPC and the world holds its bootstrap (`xds`).
 
 mod apps;
+mod exclusions;
 mod instances;
 mod jwt;
 mod ports;
@@ -27,6 +28,7 @@ use scenarios::{InstanceSpec, Policy, Scenario, Step, Timeouts, TokenDelivery};
 #[cfg(test)]
 pub(crate) use self::apps::start as start_app;
 pub(crate) use self::apps::{App, AppBind, AppKind};
+pub(crate) use self::exclusions::Excluded;
 pub(crate) use self::instances::{Instances, REQUEST_HEADER, SERVED_BY};
 pub(crate) use self::transparent::Pod;
 pub(crate) use self::xds::XdsWorld;
@@ -73,6 +75,8 @@ pub(crate) struct World {
     pub(crate) seed: u64,
     /// The JWT issuers of `setup.jwt_providers` (keys, JWKS servers).
     pub(crate) jwt: jwt::JwtIssuers,
+    /// The app, the instances and the public listener are on `::1` (`setup.ipv6`).
+    ipv6: bool,
     token_file: PathBuf,
     /// The agent's TLS as the proxy is handed it (`CONSUL_CACERT` and friends), when it serves
     /// HTTPS.
@@ -178,6 +182,8 @@ impl World {
             AppBind::Unix(dir.path().join("app.sock"))
         } else if node.is_some() {
             AppBind::AnyAddress
+        } else if setup.ipv6 {
+            AppBind::LoopbackV6
         } else if blackholed {
             AppBind::LoopbackSmallBacklog
         } else {
@@ -204,23 +210,30 @@ impl World {
                     .insert(u.name.clone(), path.display().to_string());
             }
         }
+        if setup.ipv6 {
+            ports.service_address = Some("::1".to_owned());
+            ports.instance_address = Some("::1".to_owned());
+        }
         let pod = match (node, &setup.transparent) {
             (Some(node), Some(spec)) => {
                 ports.service_address = Some(crate::netns::POD_IP.to_string());
                 ports.instance_address = Some(crate::netns::NODE_IP.to_string());
-                Some(Pod::new(
-                    node,
-                    spec,
-                    manifest.transparent.uid,
-                    dir.path(),
-                    &token_file,
-                )?)
+                Some(
+                    Pod::new(
+                        node,
+                        spec,
+                        manifest.transparent.uid,
+                        dir.path(),
+                        &token_file,
+                    )
+                    .await?,
+                )
             }
             _ => None,
         };
         for spec in &setup.instances {
             let node = pod.as_ref().map(Pod::node);
-            let i = instances::start(spec, &control, node, instances.log()).await?;
+            let i = instances::start(spec, &control, node, setup.ipv6, instances.log()).await?;
             ports.instances.insert(spec.id.clone(), i.addr.port());
             instances.insert(i);
         }
@@ -247,6 +260,7 @@ impl World {
             xds,
             seed,
             jwt,
+            ipv6: setup.ipv6,
             token_file,
             agent_tls,
             dir,
@@ -266,9 +280,10 @@ impl World {
 
     /// The proxy's inbound (public) listener (on the pod's address in transparent mode).
     pub(crate) fn inbound_addr(&self) -> SocketAddr {
-        let ip = match self.pod {
-            Some(_) => crate::netns::POD_IP,
-            None => Ipv4Addr::LOCALHOST,
+        let ip: std::net::IpAddr = match self.pod {
+            Some(_) => crate::netns::POD_IP.into(),
+            None if self.ipv6 => std::net::Ipv6Addr::LOCALHOST.into(),
+            None => Ipv4Addr::LOCALHOST.into(),
         };
         SocketAddr::from((ip, self.play.ports().inbound))
     }
@@ -413,6 +428,9 @@ impl World {
         vars.insert("proxy_uid", uid.to_string());
         vars.insert("app_port", self.app.addr.port().to_string());
         let mut argv = template::render(&manifest.transparent.redirect_command, &vars)?;
+        if tamper != Some(Tamper::RedirectIgnoreExclusions) {
+            argv.extend(pod.excluded.flags());
+        }
         if tamper == Some(Tamper::RedirectSkipInbound) {
             argv.push("-exclude-inbound-port".into());
             argv.push(self.app.addr.port().to_string());
@@ -433,7 +451,14 @@ impl World {
     /// step's catalog registration can follow.
     pub(crate) async fn start_instance(&mut self, spec: &InstanceSpec) -> Result<(), Error> {
         let node = self.pod.as_ref().map(Pod::node);
-        let i = instances::start(spec, self.sim.control(), node, self.instances.log()).await?;
+        let i = instances::start(
+            spec,
+            self.sim.control(),
+            node,
+            self.ipv6,
+            self.instances.log(),
+        )
+        .await?;
         self.play.set_instance_port(&spec.id, i.addr.port());
         self.instances.insert(i);
         Ok(())

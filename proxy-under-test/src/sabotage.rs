@@ -232,11 +232,19 @@ pub enum Sabotage {
     /// `jwt-stale-jwks`: a remote JWKS is fetched once and kept for ever (its `CacheDuration`
     /// ignored), so a key rotation at the issuer is never followed.
     JwtStaleJwks,
+    /// `anonymous-on-403`: a request the agent refuses with 403 is sent again without the
+    /// token, so the agent's default (anonymous) token decides what the proxy may read, and
+    /// nothing is logged (a proxy falling back on the agent's default token).
+    AnonymousOn403,
+    /// `ipv6-unbracketed`: addresses are joined as `host:port` text without brackets and parsed
+    /// again (`::1:20000` is no address): IPv6 endpoints are dropped and an IPv6 local
+    /// application is dialed on 127.0.0.1 instead.
+    Ipv6Unbracketed,
 }
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 69] = [
+    pub const ALL: [Self; 71] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -306,6 +314,8 @@ impl Sabotage {
         Self::JwtSkipVerify,
         Self::JwtIgnoreClaims,
         Self::JwtStaleJwks,
+        Self::AnonymousOn403,
+        Self::Ipv6Unbracketed,
     ];
 
     /// The kebab-case name used by `--sabotage` and the scenario catalogue.
@@ -380,6 +390,8 @@ impl Sabotage {
             Self::JwtSkipVerify => "jwt-skip-verify",
             Self::JwtIgnoreClaims => "jwt-ignore-claims",
             Self::JwtStaleJwks => "jwt-stale-jwks",
+            Self::AnonymousOn403 => "anonymous-on-403",
+            Self::Ipv6Unbracketed => "ipv6-unbracketed",
         }
     }
 

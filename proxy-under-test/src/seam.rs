@@ -117,6 +117,13 @@ impl ClientHooks {
         true
     }
 
+    /// Whether a request the agent refuses with 403 is sent again without the token: no (the
+    /// error stands).
+    #[inline]
+    pub(crate) fn anonymous_on_403(&self) -> bool {
+        false
+    }
+
     /// What to use when the token may not read `service`'s intentions (403): nothing (the
     /// error stands and the proxy fails closed).
     #[inline]

@@ -183,6 +183,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/inbound-local-request-timeout.toml"),
     ),
     (
+        "catalogue/extended/ipv6-endpoints.toml",
+        include_str!("../catalogue/extended/ipv6-endpoints.toml"),
+    ),
+    (
         "catalogue/extended/l4-only-chain.toml",
         include_str!("../catalogue/extended/l4-only-chain.toml"),
     ),
@@ -195,8 +199,16 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/extended/token-without-intentions-read.toml"),
     ),
     (
+        "catalogue/extended/token-without-service-read.toml",
+        include_str!("../catalogue/extended/token-without-service-read.toml"),
+    ),
+    (
         "catalogue/transparent/hostname-endpoint.toml",
         include_str!("../catalogue/transparent/hostname-endpoint.toml"),
+    ),
+    (
+        "catalogue/transparent/tproxy-exclusions.toml",
+        include_str!("../catalogue/transparent/tproxy-exclusions.toml"),
     ),
     (
         "catalogue/transparent/tproxy-inbound-capture.toml",

@@ -18,12 +18,12 @@ mod setup;
 mod step;
 
 pub use self::catch::{Catch, catch_quoted};
-pub use self::check::{Check, InboundVia, Outcome, RootRef, UpstreamVia};
+pub use self::check::{Check, InboundVia, Outcome, OutsideTarget, RootRef, UpstreamVia};
 pub use self::jwt::{JwtProviderSpec, JwtToken, TokenKind};
 pub use self::route::{Answer, AppProtocol, BurstCheck, RequestCheck, SpreadCheck};
 pub use self::setup::{
-    AgentCertCa, AgentTlsSetup, CaSetup, Identity, InstanceSpec, IntentionSpec, Policy, Setup,
-    TokenDelivery, TransparentSpec, UpstreamSpec,
+    AgentCertCa, AgentTlsSetup, CaSetup, Exclusion, Identity, InstanceSpec, IntentionSpec, Policy,
+    Setup, TokenDelivery, TransparentSpec, UpstreamSpec,
 };
 pub use self::step::{ConnProtocol, Expectation, FaultSpec, Requirement, Step};
 

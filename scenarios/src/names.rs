@@ -107,13 +107,20 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "jwt-skip-verify",
     "jwt-ignore-claims",
     "jwt-stale-jwks",
+    "anonymous-on-403",
+    "ipv6-unbracketed",
 ];
 
 /// Deliberate misconfigurations of the environment rather than the proxy, for scenarios that
 /// test the redirect rules (`catches` may name them too): `redirect-wrong-uid` installs the
 /// rules for another UID than the proxy's (its own dials are captured: a loop);
-/// `redirect-skip-inbound` leaves the application's port out of the inbound capture.
-pub const ENVIRONMENT_TAMPERS: &[&str] = &["redirect-wrong-uid", "redirect-skip-inbound"];
+/// `redirect-skip-inbound` leaves the application's port out of the inbound capture;
+/// `redirect-ignore-exclusions` drops the scenario's `-exclude-*` flags (everything is captured).
+pub const ENVIRONMENT_TAMPERS: &[&str] = &[
+    "redirect-wrong-uid",
+    "redirect-skip-inbound",
+    "redirect-ignore-exclusions",
+];
 
 /// Endpoint families an `agent-usage` check can require to be read with blocking queries:
 /// `roots` (`/v1/agent/connect/ca/roots`), `leaf` (`/v1/agent/connect/ca/leaf/:service`),

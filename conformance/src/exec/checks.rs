@@ -29,7 +29,11 @@ impl Exec<'_> {
     pub(super) async fn expect(&mut self, exp: &Expectation) -> Result<(), Error> {
         self.validate(&exp.check)?;
         if self.world.xds.is_some() && usage::reads_request_log(&exp.check) {
-            self.not_for_xds(exp);
+            self.not_for_xds(exp, usage::NOT_FOR_XDS);
+            return Ok(());
+        }
+        if self.world.xds.is_some() && matches!(exp.check, Check::ProxyLog { .. }) {
+            self.not_for_xds(exp, super::proxy_log::NOT_FOR_XDS);
             return Ok(());
         }
         let within = exp.within.as_deref().map(|w| self.within(w)).transpose()?;
@@ -165,8 +169,9 @@ impl Exec<'_> {
         Ok(())
     }
 
-    /// Records `exp` as not supported for an xDS proxy (see [`usage::NOT_FOR_XDS`]).
-    fn not_for_xds(&mut self, exp: &Expectation) {
+    /// Records `exp` as not supported for an xDS proxy, saying `why` (e.g.
+    /// [`usage::NOT_FOR_XDS`]).
+    fn not_for_xds(&mut self, exp: &Expectation, why: &str) {
         let at = self.ms(Instant::now());
         let requirement = match exp.requirement {
             Requirement::Must => reports::Requirement::Must,
@@ -177,14 +182,14 @@ impl Exec<'_> {
             requirement,
             Verdict::NotSupported,
             expected(exp, None, None),
-            usage::NOT_FOR_XDS,
+            why,
         )
         .at(at);
         self.timeline.push(
             TimelineEvent::new(at, EventKind::Check, &exp.name).detail(format!(
                 "{}: {}",
                 Verdict::NotSupported,
-                usage::NOT_FOR_XDS
+                why
             )),
         );
         self.checks.push(result);

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use scenarios::{
-    Check, Expectation, Identity, InboundVia, Outcome as Expected, RootRef, UpstreamVia,
+    Check, Expectation, Identity, InboundVia, Outcome as Expected, OutsideTarget, RootRef,
+    UpstreamVia,
 };
 
 use super::checks::Within;
@@ -78,7 +79,51 @@ pub(super) fn expected(
                 describe_identity(identity)
             ),
         },
-        Check::UnknownDestination { outcome } => match outcome {
+        Check::Inbound {
+            identity,
+            outcome,
+            via: InboundVia::ExcludedPort,
+        } => match outcome {
+            Expected::Allowed => format!(
+                "a dial of the pod's excluded port from outside, as {}, bypasses the proxy and \
+                 reaches the plain server there",
+                describe_identity(identity)
+            ),
+            Expected::Refused => format!(
+                "a dial of the pod's excluded port from outside, as {}, reaches nothing there",
+                describe_identity(identity)
+            ),
+        },
+        Check::UnknownDestination {
+            outcome,
+            to: to @ (OutsideTarget::ExcludedPort | OutsideTarget::ExcludedCidr),
+            ..
+        } => {
+            let what = match to {
+                OutsideTarget::ExcludedPort => "a server outside the pod on the excluded port",
+                _ => "a server outside the pod on the excluded address",
+            };
+            match outcome {
+                Expected::Allowed => format!(
+                    "the app's dial of {what} bypasses the proxy and reaches it (the proxy \
+                     refuses addresses no service owns, so only a bypass gets there)"
+                ),
+                Expected::Refused => format!("the app's dial of {what} reaches nothing"),
+            }
+        }
+        Check::UnknownDestination {
+            outcome,
+            as_excluded_uid: true,
+            ..
+        } => match outcome {
+            Expected::Allowed => "a dial by a process of the excluded UID of an address no \
+                 service owns bypasses the proxy and reaches it"
+                .to_owned(),
+            Expected::Refused => "a dial by a process of the excluded UID of an address no \
+                 service owns reaches nothing"
+                .to_owned(),
+        },
+        Check::UnknownDestination { outcome, .. } => match outcome {
             Expected::Refused => "the app's dial of an address no service owns is refused: \
                  nothing reaches it or any instance"
                 .to_owned(),
@@ -227,6 +272,14 @@ pub(super) fn expected(
              (ClientCertSerial)"
                 .into()
         }
+        Check::ProxyLog { contains } => format!(
+            "a line of the proxy's output contains one of {}",
+            contains
+                .iter()
+                .map(|t| format!("{t:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
     if let (Some(w), Some(name)) = (within, &exp.within) {
         text.push_str(&format!(" within {name} ({} ms)", w.bound.as_millis()));

@@ -54,6 +54,25 @@ impl Exec<'_> {
                     (InboundVia::AppPort, Some(_)) => {
                         probe::inbound(self.world.app_port_addr(), material, app).await
                     }
+                    (InboundVia::ExcludedPort, _) => {
+                        let server = self.world.pod.as_ref().and_then(|p| {
+                            Some((p.excluded.inbound_addr()?, p.excluded.inbound.as_ref()?))
+                        });
+                        let Some((addr, server)) = server else {
+                            return Observation::new(false, "the pod has no excluded-port server");
+                        };
+                        // Reaching the plain server directly is what the exclusion is for.
+                        return match probe::inbound_plain(addr, server).await {
+                            Inbound::Leaked { .. } => Observation::new(
+                                *outcome == Expected::Allowed,
+                                format!("the plain server on {addr} echoed: not captured"),
+                            ),
+                            seen => Observation::new(
+                                *outcome == Expected::Refused,
+                                format!("not reached directly: {seen}"),
+                            ),
+                        };
+                    }
                 };
                 let ok = match outcome {
                     Expected::Allowed => matches!(seen, Inbound::Allowed { .. }),
@@ -202,7 +221,11 @@ impl Exec<'_> {
             Check::Request(c) => self.observe_request(c).await,
             Check::Spread(c) => self.observe_spread(c).await,
             Check::Burst(c) => self.observe_burst(c).await,
-            Check::UnknownDestination { outcome } => self.observe_unknown(*outcome).await,
+            Check::UnknownDestination {
+                outcome,
+                to,
+                as_excluded_uid,
+            } => self.observe_unknown(*outcome, *to, *as_excluded_uid).await,
             Check::NoRedirectLoop => self.observe_no_loop().await,
             Check::UpstreamRefused { upstream } => {
                 let Some(addr) = self.world.upstream_addr(upstream) else {
@@ -253,6 +276,7 @@ impl Exec<'_> {
                 let log = self.world.control().request_log();
                 usage::index_reset_honoured(&log, self.last_mark.log_seq)
             }
+            Check::ProxyLog { contains } => super::proxy_log::observe(&self.output, contains),
             Check::AuthorizeSerial => {
                 let calls = self.world.control().authorize_calls();
                 let without = calls

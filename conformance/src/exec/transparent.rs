@@ -3,9 +3,10 @@
 //! more than one connection accepted by the outbound listener).
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
-use scenarios::Outcome;
+use scenarios::{Outcome, OutsideTarget};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
@@ -41,14 +42,36 @@ impl Exec<'_> {
     }
 
     /// The app dials the outside server (an address no service owns).
-    pub(super) async fn observe_unknown(&mut self, outcome: Outcome) -> Observation {
+    /// The app (or, with `as_excluded_uid`, a process of the excluded UID) dials a server
+    /// outside the pod that belongs to no service.
+    pub(super) async fn observe_unknown(
+        &mut self,
+        outcome: Outcome,
+        to: OutsideTarget,
+        as_excluded_uid: bool,
+    ) -> Observation {
         let pod = match self.pod() {
             Ok(p) => p,
             Err(o) => return o,
         };
-        let outside = pod.outside.addr;
+        let server = match to {
+            OutsideTarget::Outside => Some(&pod.outside),
+            OutsideTarget::ExcludedPort => pod.excluded.outbound_port.as_ref(),
+            OutsideTarget::ExcludedCidr => pod.excluded.outbound_cidr.as_ref(),
+        };
+        let Some(server) = server else {
+            return Observation::new(false, "the world has no such server outside the pod");
+        };
+        let outside = server.addr;
         let token = probe::token();
-        let answer = exchange(outside, &token).await;
+        let answer = if as_excluded_uid {
+            match (pod.excluded.uid, self.exe) {
+                (Some(uid), Some(exe)) => exchange_as(exe, uid, outside, &token).await,
+                _ => return Observation::new(false, "no excluded UID or no binary to dial with"),
+            }
+        } else {
+            exchange(outside, &token).await
+        };
         tokio::time::sleep(Duration::from_millis(100)).await;
         if let Some((i, _)) = self.world.instances.who_saw(&token) {
             return Observation::new(
@@ -56,7 +79,7 @@ impl Exec<'_> {
                 format!("the dial of {outside} was sent to instance {}", i.id),
             );
         }
-        let reached = pod.outside.record.saw(token.as_bytes());
+        let reached = server.record.saw(token.as_bytes());
         match outcome {
             Outcome::Refused if reached => Observation::new(
                 false,
@@ -151,6 +174,33 @@ fn describe(answer: &Result<String, String>) -> String {
     match answer {
         Ok(line) => format!("answered {line:?}"),
         Err(e) => e.clone(),
+    }
+}
+
+/// One dial from inside the pod by `exe dial` running as `uid` (its process is in the pod: it
+/// is started from the pod's thread).
+async fn exchange_as(exe: &Path, uid: u32, to: SocketAddr, token: &str) -> Result<String, String> {
+    let child = tokio::process::Command::new(exe)
+        .arg("dial")
+        .arg(to.to_string())
+        .arg(token)
+        .uid(uid)
+        .gid(uid)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(WATCH + CONNECT_TIMEOUT, child)
+        .await
+        .map_err(|_| format!("the dial as uid {uid} did not finish"))?
+        .map_err(|e| format!("run {} dial as uid {uid}: {e}", exe.display()))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    } else {
+        Err(format!(
+            "as uid {uid}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 

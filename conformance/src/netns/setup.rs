@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use nix::sched::{CloneFlags, setns, unshare};
 
-use super::{NODE_IP, Node, POD_IP, Tools, VIRTUAL_IP_RANGE};
+use super::{NODE_EXCLUDED_IP, NODE_IP, Node, POD_IP, Tools, VIRTUAL_IP_RANGE};
 use crate::error::Error;
 
 /// Where programs are looked up besides `PATH` (root's sbin directories are often not in it).
@@ -68,6 +68,7 @@ pub(super) fn enter_pod(tools: &Tools) -> Result<Node, Error> {
     let node_path = format!("/proc/{}/fd/{}", std::process::id(), node.ns.as_raw_fd());
     let pod_ip = format!("{POD_IP}/24");
     let node_ip = format!("{NODE_IP}/24");
+    let node_excluded_ip = format!("{NODE_EXCLUDED_IP}/24");
     let ip = |args: &[&str]| {
         run(&tools.ip, args).map_err(|e| Error::Redirect(format!("pod network setup: {e}")))
     };
@@ -83,6 +84,10 @@ pub(super) fn enter_pod(tools: &Tools) -> Result<Node, Error> {
         .run(move || -> Result<(), String> {
             run(&ip_path, &["link", "set", "lo", "up"])?;
             run(&ip_path, &["addr", "add", &node_ip, "dev", "node0"])?;
+            run(
+                &ip_path,
+                &["addr", "add", &node_excluded_ip, "dev", "node0"],
+            )?;
             run(&ip_path, &["link", "set", "node0", "up"])
         })
         .map_err(|e| Error::io("enter the node network namespace", e))?;

@@ -12,6 +12,9 @@ pub enum Tamper {
     RedirectWrongUid,
     /// `redirect-skip-inbound`: the application's port is left out of the inbound capture.
     RedirectSkipInbound,
+    /// `redirect-ignore-exclusions`: the scenario's exclusions are not passed to the redirect
+    /// step, so the traffic they name is captured too.
+    RedirectIgnoreExclusions,
 }
 
 impl Tamper {
@@ -20,6 +23,7 @@ impl Tamper {
         match self {
             Self::RedirectWrongUid => "redirect-wrong-uid",
             Self::RedirectSkipInbound => "redirect-skip-inbound",
+            Self::RedirectIgnoreExclusions => "redirect-ignore-exclusions",
         }
     }
 }
@@ -31,6 +35,7 @@ impl FromStr for Tamper {
         match s {
             "redirect-wrong-uid" => Ok(Self::RedirectWrongUid),
             "redirect-skip-inbound" => Ok(Self::RedirectSkipInbound),
+            "redirect-ignore-exclusions" => Ok(Self::RedirectIgnoreExclusions),
             other => Err(format!(
                 "unknown environment tamper {other:?}; known: {}",
                 scenarios::ENVIRONMENT_TAMPERS.join(", ")

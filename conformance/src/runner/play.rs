@@ -149,7 +149,9 @@ pub(super) async fn play(
                         .push(xds::answered_event(at(Instant::now()), settled));
                 }
             }
-            let mut exec = Exec::new(&mut world, &cfg.timeouts, cfg.manifest.bounds, started);
+            let mut exec = Exec::new(&mut world, &cfg.timeouts, cfg.manifest.bounds, started)
+                .with_output([proxy.stdout(), proxy.stderr()])
+                .with_exe(&cfg.exe);
             let r = match until_cancelled(interrupt, exec.run(&scenario.steps)).await {
                 Ok(r) => r,
                 Err(sig) => {

@@ -54,6 +54,12 @@ pub async fn run_scenario(cfg: &RunConfig, scenario: &Scenario) -> ScenarioResul
         launch::transparent_not_supported(&mut result);
         return result;
     }
+    if scenario.setup.ipv6
+        && let Err(e) = std::net::TcpListener::bind("[::1]:0")
+    {
+        ipv6_not_supported_here(&mut result, &e.to_string());
+        return result;
+    }
     if scenario.setup.transparent.is_some() {
         let tools = match crate::netns::support() {
             Ok(t) => t,
@@ -82,6 +88,18 @@ pub async fn run_scenario(cfg: &RunConfig, scenario: &Scenario) -> ScenarioResul
     }
     let r = play(cfg, &scenario, seed, started, &mut result, None).await;
     finish(result, r, started)
+}
+
+/// Marks `result` not supported because this machine has no IPv6 loopback.
+fn ipv6_not_supported_here(result: &mut ScenarioResult, why: &str) {
+    result.mark_not_supported();
+    result.checks.push(CheckResult::new(
+        reports::ENVIRONMENT_CHECK,
+        Requirement::Must,
+        Verdict::NotSupported,
+        "IPv6 loopback (the scenario binds the app and instances on [::1])",
+        format!("not supported by the environment: cannot bind [::1]: {why}"),
+    ));
 }
 
 /// A played scenario's result, with its harness error (if any) and its duration.

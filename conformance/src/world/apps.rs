@@ -83,6 +83,8 @@ pub(crate) enum AppBind {
     LoopbackSmallBacklog,
     /// `0.0.0.0:0` (reached through the loopback address by the proxy).
     AnyAddress,
+    /// `[::1]:0` (IPv6 scenarios).
+    LoopbackV6,
     /// A unix socket at this path (made writable for every user: the proxy may run as another).
     Unix(PathBuf),
 }
@@ -174,6 +176,12 @@ pub(crate) async fn start(kind: AppKind, bind: AppBind) -> Result<App, Error> {
                 behaviour,
                 task,
             });
+        }
+        AppBind::LoopbackV6 => {
+            let listener = TcpListener::bind("[::1]:0")
+                .await
+                .map_err(|e| Error::io("bind the app on [::1]", e))?;
+            return on_listener(kind, listener);
         }
         AppBind::LoopbackSmallBacklog => {
             let small = || {

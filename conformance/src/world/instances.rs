@@ -108,12 +108,13 @@ impl Instances {
     }
 }
 
-/// Starts an instance for `spec` on `127.0.0.1:0`, or (transparent mode) on the node side of
-/// the pod's link.
+/// Starts an instance for `spec` on `127.0.0.1:0` (`[::1]:0` with `ipv6`), or (transparent
+/// mode) on the node side of the pod's link.
 pub(crate) async fn start(
     spec: &InstanceSpec,
     control: &Control,
     node: Option<&Node>,
+    ipv6: bool,
     log: &Arc<Log>,
 ) -> Result<Instance, Error> {
     let identity = spec.identity.as_deref().unwrap_or(&spec.service);
@@ -121,6 +122,7 @@ pub(crate) async fn start(
     let bound = match node {
         Some(n) => n.listen(SocketAddr::from((NODE_IP, 0))),
         None if spec.answer.blackhole => blackhole_listener(),
+        None if ipv6 => TcpListener::bind("[::1]:0").await,
         None => TcpListener::bind("127.0.0.1:0").await,
     };
     let listener = bound.map_err(|e| Error::io(format!("bind instance {}", spec.id), e))?;

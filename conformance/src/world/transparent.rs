@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use agent_sim::play::DEFAULT_OUTBOUND_PORT;
 use scenarios::TransparentSpec;
 
+use super::Excluded;
 use super::apps::{self, App, AppKind};
 use crate::error::Error;
 use crate::netns::{NODE_IP, Node};
@@ -22,11 +23,13 @@ pub(crate) struct Pod {
     outbound_port: u16,
     /// A plain TCP echo server on the node side that belongs to no service.
     pub(crate) outside: App,
+    /// The servers the scenario's redirect exclusions name.
+    pub(crate) excluded: Excluded,
 }
 
 impl Pod {
     /// Sets the pod's side of a world up; `dir` and `token_file` are handed to `uid`.
-    pub(crate) fn new(
+    pub(crate) async fn new(
         node: Node,
         spec: &TransparentSpec,
         uid: u32,
@@ -41,11 +44,13 @@ impl Pod {
             .listen(SocketAddr::from((NODE_IP, 0)))
             .map_err(|e| Error::io("bind the outside server", e))?;
         let outside = apps::on_listener(AppKind::Echo, listener)?;
+        let excluded = Excluded::start(&node, &spec.exclude, uid).await?;
         Ok(Self {
             node,
             uid,
             outbound_port: spec.outbound_port.unwrap_or(DEFAULT_OUTBOUND_PORT),
             outside,
+            excluded,
         })
     }
 

@@ -148,10 +148,31 @@ impl AgentClient {
         body: Option<&serde_json::Value>,
         timeout: Duration,
     ) -> Result<reqwest::Response, AgentError> {
-        let (query, token) = self
-            .hooks
-            .before_request(path, query, self.token.as_deref())
-            .await;
+        let token = self.token.as_deref();
+        match self
+            .send_as(method.clone(), path, query, body, timeout, token)
+            .await
+        {
+            Err(AgentError::Status { status: 403, .. })
+                if token.is_some() && self.hooks.anonymous_on_403() =>
+            {
+                self.send_as(method, path, query, body, timeout, None).await
+            }
+            other => other,
+        }
+    }
+
+    /// One request to the agent with `token` (if any).
+    async fn send_as(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+        timeout: Duration,
+        token: Option<&str>,
+    ) -> Result<reqwest::Response, AgentError> {
+        let (query, token) = self.hooks.before_request(path, query, token).await;
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.base))

@@ -164,6 +164,11 @@ impl ClientHooks {
         !self.has(Sabotage::NoProtocolOverride)
     }
 
+    /// `anonymous-on-403`: whether a request refused with 403 is sent again without the token.
+    pub(crate) fn anonymous_on_403(&self) -> bool {
+        self.has(Sabotage::AnonymousOn403)
+    }
+
     /// `fail-open-on-403`: a token that may not read the intentions is taken to mean "no
     /// restrictions": `* -> service` allow.
     pub(crate) fn intentions_forbidden(&self, service: &str) -> Option<Vec<Intention>> {

@@ -229,6 +229,17 @@ impl Hooks {
 
     /// `reject-hostname-endpoints`: only the endpoints whose host parses as an IP address.
     pub(crate) fn endpoints(&self, endpoints: Vec<Endpoint>) -> Vec<Endpoint> {
+        let mut endpoints = endpoints;
+        if self.has(Sabotage::Ipv6Unbracketed) {
+            // `host:port` joined as text and parsed again: `::1:20000` is no address, so the
+            // IPv6 endpoint is dropped.
+            endpoints.retain(|e| {
+                !e.host.contains(':')
+                    || format!("{}:{}", e.host, e.port)
+                        .parse::<std::net::SocketAddr>()
+                        .is_ok()
+            });
+        }
         if !self.has(Sabotage::RejectHostnameEndpoints) {
             return endpoints;
         }
@@ -253,6 +264,17 @@ impl Hooks {
 
     /// `ignore-app-socket`: the local app as a proxy without socket support sees it.
     pub(crate) fn local_app(&self, app: LocalApp, proxy: &AgentProxy) -> LocalApp {
+        if self.has(Sabotage::Ipv6Unbracketed)
+            && let LocalApp::Tcp(addr) = &app
+            && addr.is_ipv6()
+        {
+            // `::1:9090` does not parse: the proxy falls back on 127.0.0.1.
+            let text = format!("{}:{}", addr.ip(), addr.port());
+            let ip = text
+                .parse::<std::net::SocketAddr>()
+                .map_or(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |a| a.ip());
+            return LocalApp::Tcp(std::net::SocketAddr::new(ip, addr.port()));
+        }
         if !self.has(Sabotage::IgnoreAppSocket) {
             return app;
         }

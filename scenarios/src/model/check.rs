@@ -156,6 +156,13 @@ pub enum Check {
     UnknownDestination {
         /// Expected outcome.
         outcome: Outcome,
+        /// Which server is dialed (default the plain one outside the pod).
+        #[serde(default)]
+        to: OutsideTarget,
+        /// The dial is made by a process running as the UID the redirect step excludes
+        /// (`exclude = ["uid"]`) instead of the app.
+        #[serde(default)]
+        as_excluded_uid: bool,
     },
     /// Transparent mode: the proxy's own connections were not redirected back into it: every
     /// connection its outbound listener accepted so far came from the harness's app probes.
@@ -196,6 +203,12 @@ pub enum Check {
     /// Every `POST /v1/agent/connect/authorize` the proxy made carried a `ClientCertSerial`
     /// (a proxy that makes none passes, and the observation says so); meant as `info`.
     AuthorizeSerial,
+    /// The proxy's output (stdout and stderr, terminal colours removed) has a line containing
+    /// one of `contains` (ASCII case-insensitive): the proxy said why it refuses (e.g. a 403).
+    ProxyLog {
+        /// Texts any one of which a line must contain.
+        contains: Vec<String>,
+    },
 }
 
 /// Where an inbound probe connects.
@@ -207,6 +220,23 @@ pub enum InboundVia {
     PublicListener,
     /// The application's port, dialed from outside the pod (transparent mode).
     AppPort,
+    /// The pod's plain server on the port the redirect step excludes (transparent mode with
+    /// `exclude = ["inbound-port"]`): `allowed` means it was reached directly.
+    ExcludedPort,
+}
+
+/// Which server outside the pod an `unknown-destination` check dials (none belongs to a
+/// service).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutsideTarget {
+    /// The plain server every transparent world has.
+    #[default]
+    Outside,
+    /// The one on the port the redirect step excludes (`exclude = ["outbound-port"]`).
+    ExcludedPort,
+    /// The one on the address the redirect step excludes (`exclude = ["outbound-cidr"]`).
+    ExcludedCidr,
 }
 
 /// How an upstream probe reaches the upstream.

@@ -78,6 +78,10 @@ pub struct Setup {
     /// entries.
     #[serde(default)]
     pub jwt_providers: Vec<super::JwtProviderSpec>,
+    /// The app, the upstream instances and the sidecar's public listener on `::1` (the
+    /// registrations' `Address`es are `::1`); graded only where the machine has IPv6 loopback.
+    #[serde(default)]
+    pub ipv6: bool,
 }
 
 /// `[setup.agent_tls]`: the agent's own TLS.
@@ -179,6 +183,29 @@ pub struct TransparentSpec {
     /// `DialedDirectly`.
     #[serde(default)]
     pub dialed_directly: bool,
+    /// Traffic the redirect step leaves alone (`consul connect redirect-traffic`'s
+    /// `-exclude-*` flags, for targets the harness sets up: see [`Exclusion`]).
+    #[serde(default)]
+    pub exclude: Vec<Exclusion>,
+}
+
+/// One kind of traffic the redirect step is told to leave alone. The harness makes a target
+/// for each and passes its flag: `inbound-port` a plain TCP server in the pod
+/// (`-exclude-inbound-port`, as for ssh), `outbound-port` a plain server outside the pod on
+/// another port (`-exclude-outbound-port`), `outbound-cidr` one on another address
+/// (`-exclude-outbound-cidr <address>/32`), `uid` another UID than the proxy's
+/// (`-exclude-uid`), whose dials the harness makes from a process running as it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Exclusion {
+    /// `-exclude-inbound-port`.
+    InboundPort,
+    /// `-exclude-outbound-port`.
+    OutboundPort,
+    /// `-exclude-outbound-cidr`.
+    OutboundCidr,
+    /// `-exclude-uid`.
+    Uid,
 }
 
 /// A harness-run mTLS instance of some service, registered in the catalog as that service's

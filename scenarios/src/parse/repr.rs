@@ -17,8 +17,9 @@ use serde_json::{Map, Value};
 use crate::error::{FieldPath, Seg};
 use crate::model::{
     AgentCertCa, Answer, AppProtocol, BurstCheck, Catch, Check, ConnProtocol, Expectation,
-    FaultSpec, Generator, Identity, InboundVia, InstanceSpec, IntentionSpec, Outcome, Policy,
-    Profile, RequestCheck, Requirement, RootRef, Scenario, Setup, SpreadCheck, Step, UpstreamVia,
+    FaultSpec, Generator, Identity, InboundVia, InstanceSpec, IntentionSpec, Outcome,
+    OutsideTarget, Policy, Profile, RequestCheck, Requirement, RootRef, Scenario, Setup,
+    SpreadCheck, Step, UpstreamVia,
 };
 
 /// Starts and ends the encoded inner path of an error message.
@@ -360,6 +361,10 @@ enum CheckRepr {
     },
     UnknownDestination {
         outcome: Outcome,
+        #[serde(default)]
+        to: OutsideTarget,
+        #[serde(default)]
+        as_excluded_uid: bool,
     },
     NoRedirectLoop {},
     UpstreamRefused {
@@ -381,6 +386,9 @@ enum CheckRepr {
     Burst(BurstCheck),
     IndexResetHonoured {},
     AuthorizeSerial {},
+    ProxyLog {
+        contains: Vec<String>,
+    },
 }
 
 #[derive(Deserialize)]

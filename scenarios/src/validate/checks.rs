@@ -2,7 +2,9 @@
 //! timeline.
 
 use crate::error::{FieldError, FieldPath};
-use crate::model::{Check, ConnProtocol, Identity, InboundVia, Outcome, UpstreamVia};
+use crate::model::{
+    Check, ConnProtocol, Exclusion, Identity, InboundVia, Outcome, OutsideTarget, UpstreamVia,
+};
 use crate::names::BLOCKING_FAMILIES;
 
 use super::steps::{State, known_instance, present_upstream, unknown_conn};
@@ -13,6 +15,9 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
         Check::Inbound { identity, via, .. } => {
             if *via == InboundVia::AppPort {
                 needs_transparent(&at.key("via"), st, "via = \"app-port\"")?;
+            }
+            if *via == InboundVia::ExcludedPort {
+                needs_exclusion(&at.key("via"), st, Exclusion::InboundPort, "excluded-port")?;
             }
             check_identity(&at.key("identity"), identity, st)
         }
@@ -39,7 +44,30 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             }
             check_identity(&at.key("identity"), identity, st)
         }
-        Check::UnknownDestination { .. } => needs_transparent(at, st, "unknown-destination"),
+        Check::UnknownDestination {
+            to,
+            as_excluded_uid,
+            ..
+        } => {
+            needs_transparent(at, st, "unknown-destination")?;
+            if *as_excluded_uid {
+                needs_exclusion(
+                    &at.key("as_excluded_uid"),
+                    st,
+                    Exclusion::Uid,
+                    "as_excluded_uid",
+                )?;
+            }
+            match to {
+                OutsideTarget::Outside => Ok(()),
+                OutsideTarget::ExcludedPort => {
+                    needs_exclusion(&at.key("to"), st, Exclusion::OutboundPort, "excluded-port")
+                }
+                OutsideTarget::ExcludedCidr => {
+                    needs_exclusion(&at.key("to"), st, Exclusion::OutboundCidr, "excluded-cidr")
+                }
+            }
+        }
         Check::NoRedirectLoop => {
             needs_transparent(at, st, "no-redirect-loop")?;
             if st.implicit.is_empty() {
@@ -297,6 +325,21 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             Ok(())
         }
         Check::AuthorizeSerial => Ok(()),
+        Check::ProxyLog { contains } => {
+            if contains.is_empty() {
+                return Err(FieldError::new(
+                    at.key("contains"),
+                    "list at least one text a line of the proxy's output must contain",
+                ));
+            }
+            match contains.iter().position(|t| t.trim().is_empty()) {
+                Some(i) => Err(FieldError::new(
+                    at.key("contains").index(i),
+                    "an empty text matches every line; write what the line must say",
+                )),
+                None => Ok(()),
+            }
+        }
         Check::IndexResetHonoured => {
             if st.index_reset {
                 Ok(())
@@ -352,6 +395,29 @@ fn implicit_upstream(at: &FieldPath, name: &str, st: &State<'_>) -> Result<(), F
         format!("no upstream {name:?} in `setup.upstreams`")
     };
     Err(FieldError::new(at.clone(), why))
+}
+
+/// `target` names a target made for `exclusion`, which the setup must list.
+fn needs_exclusion(
+    at: &FieldPath,
+    st: &State<'_>,
+    exclusion: Exclusion,
+    target: &str,
+) -> Result<(), FieldError> {
+    needs_transparent(at, st, target)?;
+    if st.exclude.contains(&exclusion) {
+        return Ok(());
+    }
+    let name = match exclusion {
+        Exclusion::InboundPort => "inbound-port",
+        Exclusion::OutboundPort => "outbound-port",
+        Exclusion::OutboundCidr => "outbound-cidr",
+        Exclusion::Uid => "uid",
+    };
+    Err(FieldError::new(
+        at.clone(),
+        format!("{target:?} needs `exclude = [\"{name}\"]` in `[setup.transparent]`"),
+    ))
 }
 
 fn needs_transparent(at: &FieldPath, st: &State<'_>, what: &str) -> Result<(), FieldError> {

@@ -26,6 +26,12 @@ pub(super) fn check_setup(at: &FieldPath, setup: &Setup) -> Result<(), FieldErro
     if let Some(p) = &setup.protocol {
         one_of(&at.key("protocol"), p, PROTOCOLS)?;
     }
+    if setup.ipv6 && (setup.transparent.is_some() || setup.app_socket) {
+        return Err(FieldError::new(
+            at.key("ipv6"),
+            "`ipv6` puts the app and instances on ::1: not with transparent mode or `app_socket`",
+        ));
+    }
     if setup
         .token_rules
         .as_deref()

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::duration::check_timeout_ref;
 use crate::error::{FieldError, FieldPath};
-use crate::model::{ConnProtocol, Scenario, Step};
+use crate::model::{ConnProtocol, Exclusion, Scenario, Step};
 use crate::names::HEALTH_STATUSES;
 
 use super::checks::{check_check, check_identity};
@@ -32,6 +32,8 @@ pub(super) struct State<'a> {
     pub(super) transparent: bool,
     /// Names of `setup.jwt_providers`.
     pub(super) jwt_providers: BTreeSet<&'a str>,
+    /// What its redirect step excludes.
+    pub(super) exclude: Vec<Exclusion>,
 }
 
 pub(super) fn check_steps(s: &Scenario) -> Result<(), FieldError> {
@@ -70,6 +72,12 @@ pub(super) fn check_steps(s: &Scenario) -> Result<(), FieldError> {
             .iter()
             .map(|p| p.name.as_str())
             .collect(),
+        exclude: s
+            .setup
+            .transparent
+            .as_ref()
+            .map(|t| t.exclude.clone())
+            .unwrap_or_default(),
     };
     for (i, step) in s.steps.iter().enumerate() {
         let at = FieldPath::root().key("steps").index(i);

@@ -26,6 +26,11 @@ impl Play {
                 "DialedDirectly": t.dialed_directly,
             });
         }
+        if self.setup.ipv6 {
+            // Consul defaults LocalServiceAddress to 127.0.0.1 (agent/sidecar_service.go); the
+            // app listens on ::1 only.
+            proxy["LocalServiceAddress"] = json!("::1");
+        }
         let address = self.ports.service_address.as_deref().unwrap_or(LOOPBACK);
         let mut sidecar = json!({"Port": self.ports.inbound, "Proxy": proxy});
         if self.ports.service_address.is_some() {

@@ -276,6 +276,7 @@ fn transparent_and_socket_registration_snapshot() {
     s.transparent = Some(scenarios::TransparentSpec {
         outbound_port: None,
         dialed_directly: true,
+        exclude: Vec::new(),
     });
     s.app_socket = true;
     s.upstreams[0].socket = true;

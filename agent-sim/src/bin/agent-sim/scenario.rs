@@ -12,7 +12,8 @@ use agent_sim::config::{IntentionDefault, SimConfig};
 use agent_sim::play::{PROXY_ID, PROXY_TOKEN_RULES, Play, Ports};
 use anyhow::{Context, anyhow};
 use scenarios::{
-    Check, Identity, InboundVia, Outcome, Policy, Scenario, Step, Timeouts, UpstreamVia,
+    Check, Identity, InboundVia, Outcome, OutsideTarget, Policy, Scenario, Step, Timeouts,
+    UpstreamVia,
 };
 
 /// Finds a catalogue scenario (expanding generated ones with `seed`).
@@ -327,13 +328,18 @@ fn describe(check: &Check) -> String {
             let target = match via {
                 InboundVia::PublicListener => "",
                 InboundVia::AppPort => " to the application's port (captured)",
+                InboundVia::ExcludedPort => " to the pod's excluded port (not captured)",
             };
             format!(
                 "{verb} a new inbound connection{target} presenting {}",
                 who(identity)
             )
         }
-        Check::UnknownDestination { outcome } => match outcome {
+        Check::UnknownDestination {
+            to: OutsideTarget::ExcludedPort | OutsideTarget::ExcludedCidr,
+            ..
+        } => "leaves a dial the redirect step excludes alone".into(),
+        Check::UnknownDestination { outcome, .. } => match outcome {
             Outcome::Allowed => "passes a dial of a non-mesh address through".into(),
             Outcome::Refused => "refuses a dial of an address no service owns".into(),
         },
@@ -407,6 +413,9 @@ fn describe(check: &Check) -> String {
         }
         Check::AuthorizeSerial => {
             "sends ClientCertSerial with every authorize call it makes".into()
+        }
+        Check::ProxyLog { contains } => {
+            format!("logs a line containing one of {contains:?}")
         }
         Check::Request(c) => format!(
             "routes {} through upstream {} as the discovery chain says (status {})",
