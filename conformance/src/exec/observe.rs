@@ -62,8 +62,9 @@ impl Exec<'_> {
                             return Observation::new(false, "the pod has no excluded-port server");
                         };
                         // Reaching the plain server directly is what the exclusion is for.
+                        // (An echo is what `inbound_plain` calls allowed; the plain server echoes.)
                         return match probe::inbound_plain(addr, server).await {
-                            Inbound::Leaked { .. } => Observation::new(
+                            Inbound::Allowed { .. } | Inbound::Leaked { .. } => Observation::new(
                                 *outcome == Expected::Allowed,
                                 format!("the plain server on {addr} echoed: not captured"),
                             ),

@@ -109,6 +109,7 @@ mod tests {
             vec![Permission {
                 action: "deny".into(),
                 http: None,
+                jwt: None,
             }],
         );
         assert_eq!(implicit_upstreams("db", &[l7], &[], false), ["api"]);
