@@ -14,6 +14,7 @@
 //! reset towards the application.
 
 pub(crate) mod app;
+pub(crate) mod conn_idle;
 mod framing;
 mod idle;
 pub(crate) mod reply;
@@ -251,6 +252,7 @@ pub(crate) async fn serve(
         let fwd = fwd.clone();
         async move { fwd.handle(req).await }
     });
+    let (stream, activity) = conn_idle::track(stream);
     let io = TokioIo::new(stream);
     // Envoy's connection manager with codec `AUTO`, whatever the protocol: HTTP/2 when the
     // caller opens with its preface (ALPN `h2`, or prior knowledge), HTTP/1.1 otherwise. A
@@ -263,6 +265,18 @@ pub(crate) async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(snap.knobs.request_headers_timeout);
     let conn = builder.serve_connection(io, svc);
+    // No byte moving for `idle_timeout_ms` (an HTTP/2 caller stalled in a header block, a
+    // connection with no stream) ends it, as Envoy's connection idle timeout does.
+    let idle = snap.knobs.idle_timeout;
+    let peer_addr = peer.addr;
+    let conn = async move {
+        tokio::select! {
+            _ = conn => {}
+            () = activity.idle_for(idle.unwrap_or_default()), if idle.is_some() => {
+                tracing::debug!(peer = %peer_addr, "L7 connection idle: closed");
+            }
+        }
+    };
     let end = supervise(&shared, &peer, &snap.knobs, false, conn).await;
     log_end(&shared, &peer, &end);
 }

@@ -63,6 +63,7 @@ pub(crate) async fn serve<S>(
         let ctx = ctx.clone();
         async move { ctx.handle(req).await }
     });
+    let (stream, activity) = super::super::l7::conn_idle::track(stream);
     let io = TokioIo::new(stream);
     let mut kill = shared.kill.clone();
     // Like Envoy's HTTP connection manager with codec AUTO: HTTP/1.1 or h2c (prior knowledge).
@@ -75,9 +76,13 @@ pub(crate) async fn serve<S>(
         .timer(TokioTimer::new())
         .header_read_timeout(first.knobs.request_headers_timeout);
     let conn = builder.serve_connection(io, svc);
+    let idle = first.knobs.idle_timeout;
     tokio::select! {
         res = conn => if let Err(e) = res { tracing::debug!(error = %e, "upstream HTTP connection ended") },
         () = flag_set(&mut kill) => {}
+        () = activity.idle_for(idle.unwrap_or_default()), if idle.is_some() => {
+            tracing::debug!("upstream HTTP connection idle: closed");
+        }
     }
 }
 

@@ -141,3 +141,82 @@ async fn a_body_that_keeps_coming_is_not_cut() {
         .unwrap();
     assert_eq!(got.to_bytes(), "read 30");
 }
+
+/// The public listener with a short connection idle timeout (`idle_timeout_ms`, injected).
+async fn db_idle(
+    ca: &TestCa,
+    idle_ms: u64,
+) -> (watch::Sender<Option<Arc<Snapshot>>>, RunningDataPlane) {
+    let app = reading_app().await;
+    let config = serde_json::json!({"protocol": "http", "idle_timeout_ms": idle_ms});
+    let knobs = Knobs::from_config(config.as_object().unwrap());
+    let snap = snapshot(
+        ca,
+        app,
+        vec![Intention::l4("web", "db", true)],
+        DefaultPolicy::DENY,
+        knobs,
+        vec![],
+    );
+    let (tx, rx) = watch::channel(Some(Arc::new(snap)));
+    (tx, DataPlane::new(rx).start().await.unwrap())
+}
+
+/// An HTTP/2 caller that sends the preface and half a HEADERS frame, then nothing, is closed
+/// by the connection idle timeout (no request head ever completes, so no stream timer runs).
+#[tokio::test]
+async fn a_stalled_http2_header_block_is_closed_when_idle() {
+    let ca = TestCa::new("Consul CA 1");
+    let (_tx, dp) = db_idle(&ca, 300).await;
+    let mut cfg = (*client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false)).clone();
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    let mut tls = connect(dp.inbound_addr(), Arc::new(cfg)).await.unwrap();
+    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    // An empty SETTINGS frame, then the first 9-byte header of a HEADERS frame announcing 64
+    // bytes (stream 1, END_HEADERS) followed by only 3 of them.
+    tls.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+    tls.write_all(&[0, 0, 64, 1, 4, 0, 0, 0, 1, 0x82, 0x86, 0x84])
+        .await
+        .unwrap();
+    tls.flush().await.unwrap();
+    let started = Instant::now();
+    let mut sink = Vec::new();
+    let read = tokio::time::timeout(PATIENCE, tls.read_to_end(&mut sink)).await;
+    assert!(read.is_ok(), "still open after {PATIENCE:?}");
+    assert!(
+        started.elapsed() >= IDLE - Duration::from_millis(50),
+        "closed before the idle timeout: {:?}",
+        started.elapsed()
+    );
+}
+
+/// Requests that keep coming keep the connection: idle means no byte moving, not a lifetime.
+#[tokio::test]
+async fn a_busy_connection_outlives_the_idle_timeout() {
+    let ca = TestCa::new("Consul CA 1");
+    // A generous timeout: the pauses between requests must stay far below it on a busy machine.
+    let idle = Duration::from_millis(1000);
+    let (_tx, dp) = db_idle(&ca, 1000).await;
+    let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
+    let tls = connect(dp.inbound_addr(), cfg).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let started = Instant::now();
+    let mut sent = 0;
+    while started.elapsed() < idle * 3 {
+        let req = Request::get("https://db/public/x")
+            .header("host", "db")
+            .body(http_body_util::Empty::<Bytes>::new())
+            .unwrap();
+        let resp = sender.send_request(req).await.expect("connection kept");
+        assert_eq!(resp.status(), StatusCode::OK);
+        let _ = http_body_util::BodyExt::collect(resp.into_body()).await;
+        sent += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(sent >= 4, "{sent}");
+}
