@@ -28,6 +28,8 @@ fn watch_of(e: &LogEntry) -> &'static str {
         "self"
     } else if p == "/v1/config/mesh" {
         "mesh"
+    } else if p == "/v1/config/jwt-provider" {
+        "jwt-provider"
     } else {
         "other"
     }
@@ -45,7 +47,16 @@ async fn token_on_every_request_blocking_queries_and_no_polling_while_idle() {
     let _proxy = w.proxy().await;
     let log = w.c().log();
     // Settled: every index/hash watch has a blocking request outstanding.
-    for watch in ["service", "leaf", "roots", "intentions", "chain", "health"] {
+    for watch in [
+        "service",
+        "leaf",
+        "roots",
+        "intentions",
+        "chain",
+        "health",
+        "mesh",
+        "jwt-provider",
+    ] {
         let seen = log
             .wait_for(PATIENCE, |e| watch_of(e) == watch && e.blocking)
             .await;

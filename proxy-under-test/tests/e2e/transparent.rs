@@ -92,6 +92,13 @@ async fn transparent_outbound_listener_routes_mesh_destinations_and_refuses_othe
                "Upstreams": [{"DestinationName": "cache", "LocalBindPort": up}]}),
     )
     .await;
+    // Destinations outside the mesh are refused only under MeshDestinationsOnly (Consul's
+    // default passes them through: the scenario `mesh-destinations-only` grades both).
+    w.c()
+        .upsert_config_entry(
+            &json!({"Kind": "mesh", "TransparentProxy": {"MeshDestinationsOnly": true}}),
+        )
+        .unwrap();
     let c1 = instance(&w, "cache-1", "n2").await;
     let proxy = start(Proxy::new(w.client(), "db-sidecar-proxy").with_original_dst(injected)).await;
     let listener = SocketAddr::from(([127, 0, 0, 1], outbound));

@@ -15,6 +15,7 @@ fn state(mode: &str) -> State {
         policy: Some(DefaultPolicy::DENY),
         intentions: Some(Arc::new(IntentionSet::new("web", vec![]))),
         mesh: Some(None),
+        jwt: Some(Arc::default()),
         source_intentions: Some(vec![
             Intention::l4("web", "api", true),
             Intention::l4("web", "cache", true),
