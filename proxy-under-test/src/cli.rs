@@ -118,8 +118,8 @@ pub struct Cli {
     /// Log JSON lines.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
     pub log_json: bool,
-    /// Connection worker threads, each running its connections start to end (default: one per
-    /// core; 0: connections share the main multi-threaded runtime).
+    /// Connection worker threads, each running its connections start to end (default and 0:
+    /// connections share the main multi-threaded runtime).
     #[arg(long)]
     pub workers: Option<usize>,
 }

@@ -8,7 +8,7 @@
 //! | `local_connect_timeout_ms` | 1000 | dial timeout to the local application |
 //! | `local_request_timeout_ms` | unset (none) | HTTP: time allowed for the local application's response headers; on expiry the caller gets Envoy's `504 upstream request timeout` (0 = none) |
 //! | `max_inbound_connections` | unset (none) | open inbound connections allowed at once; the excess is closed right after accept, as Envoy's `connection_limit` filter does (0 = none) |
-//! | `balance_inbound_connections` | unset | `exact_balance` accepted (one accept loop per listener hands connections round-robin to the connection workers, or with `-workers 0` to one work-stealing runtime, so they are already spread evenly); other values are ignored with a warning, as Consul does |
+//! | `balance_inbound_connections` | unset | `exact_balance` accepted (one accept loop per listener hands connections to one work-stealing runtime, or round-robin to the connection workers of `-workers N`, so they are already spread evenly); other values are ignored with a warning, as Consul does |
 //! | `handshake_timeout_ms` | 10000 | inbound TLS handshake timeout |
 //! | `upstream_connect_timeout_ms` | chain `ConnectTimeout`, else 5000 | dial + handshake timeout per upstream endpoint |
 //! | `verify_spiffe_uri` | true | false = accept any URI SAN with a `svc/<name>` segment (CA providers that cannot issue Consul SPIFFE IDs) |

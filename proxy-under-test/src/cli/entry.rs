@@ -109,10 +109,11 @@ pub async fn run(
         }
     };
     let mut proxy = Proxy::new(client, proxy_id);
+    // No workers unless asked for: on the idle 2-core machine the per-core workers cost the L4
+    // hop throughput, CPU per GB and round trips (docs/benchmarks.md, the idle re-run).
     let workers = match invocation.cli.workers {
-        Some(0) => None,
+        None | Some(0) => None,
         Some(n) => Some(Workers::start(n)),
-        None => Some(Workers::per_core()),
     };
     if let Some(workers) = workers {
         proxy = proxy.with_workers(Arc::new(workers.map_err(RunError::Workers)?));
