@@ -46,9 +46,15 @@ const IDLE: Duration = Duration::from_millis(300);
 /// Generous: the close must come from the proxy's timer, not from this one.
 const PATIENCE: Duration = Duration::from_secs(20);
 
-async fn db(ca: &TestCa, idle_ms: u64) -> (watch::Sender<Option<Arc<Snapshot>>>, RunningDataPlane) {
+/// The public listener of an http `db` whose `Proxy.Config` also has `key: ms` (injected).
+async fn db_with(
+    ca: &TestCa,
+    key: &str,
+    ms: u64,
+) -> (watch::Sender<Option<Arc<Snapshot>>>, RunningDataPlane) {
     let app = reading_app().await;
-    let config = serde_json::json!({"protocol": "http", "stream_idle_timeout_ms": idle_ms});
+    let mut config = serde_json::json!({"protocol": "http"});
+    config[key] = ms.into();
     let knobs = Knobs::from_config(config.as_object().unwrap());
     let snap = snapshot(
         ca,
@@ -65,7 +71,7 @@ async fn db(ca: &TestCa, idle_ms: u64) -> (watch::Sender<Option<Arc<Snapshot>>>,
 #[tokio::test]
 async fn half_a_body_over_http1_gets_408_and_a_close() {
     let ca = TestCa::new("Consul CA 1");
-    let (_tx, dp) = db(&ca, 300).await;
+    let (_tx, dp) = db_with(&ca, "stream_idle_timeout_ms", 300).await;
     let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
     let mut tls = connect(dp.inbound_addr(), cfg).await.unwrap();
     tls.write_all(b"POST /public/x HTTP/1.1\r\nhost: db\r\ncontent-length: 10\r\n\r\nabc")
@@ -88,7 +94,7 @@ async fn half_a_body_over_http1_gets_408_and_a_close() {
 #[tokio::test]
 async fn half_a_body_over_http2_gets_408() {
     let ca = TestCa::new("Consul CA 1");
-    let (_tx, dp) = db(&ca, 300).await;
+    let (_tx, dp) = db_with(&ca, "stream_idle_timeout_ms", 300).await;
     let mut cfg = (*client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false)).clone();
     cfg.alpn_protocols = vec![b"h2".to_vec()];
     let tls = connect(dp.inbound_addr(), Arc::new(cfg)).await.unwrap();
@@ -113,7 +119,7 @@ async fn half_a_body_over_http2_gets_408() {
 #[tokio::test]
 async fn a_body_that_keeps_coming_is_not_cut() {
     let ca = TestCa::new("Consul CA 1");
-    let (_tx, dp) = db(&ca, 300).await;
+    let (_tx, dp) = db_with(&ca, "stream_idle_timeout_ms", 300).await;
     let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
     let mut cfg = (*cfg).clone();
     cfg.alpn_protocols = vec![b"h2".to_vec()];
@@ -142,32 +148,12 @@ async fn a_body_that_keeps_coming_is_not_cut() {
     assert_eq!(got.to_bytes(), "read 30");
 }
 
-/// The public listener with a short connection idle timeout (`idle_timeout_ms`, injected).
-async fn db_idle(
-    ca: &TestCa,
-    idle_ms: u64,
-) -> (watch::Sender<Option<Arc<Snapshot>>>, RunningDataPlane) {
-    let app = reading_app().await;
-    let config = serde_json::json!({"protocol": "http", "idle_timeout_ms": idle_ms});
-    let knobs = Knobs::from_config(config.as_object().unwrap());
-    let snap = snapshot(
-        ca,
-        app,
-        vec![Intention::l4("web", "db", true)],
-        DefaultPolicy::DENY,
-        knobs,
-        vec![],
-    );
-    let (tx, rx) = watch::channel(Some(Arc::new(snap)));
-    (tx, DataPlane::new(rx).start().await.unwrap())
-}
-
 /// An HTTP/2 caller that sends the preface and half a HEADERS frame, then nothing, is closed
 /// by the connection idle timeout (no request head ever completes, so no stream timer runs).
 #[tokio::test]
 async fn a_stalled_http2_header_block_is_closed_when_idle() {
     let ca = TestCa::new("Consul CA 1");
-    let (_tx, dp) = db_idle(&ca, 300).await;
+    let (_tx, dp) = db_with(&ca, "idle_timeout_ms", 300).await;
     let mut cfg = (*client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false)).clone();
     cfg.alpn_protocols = vec![b"h2".to_vec()];
     let mut tls = connect(dp.inbound_addr(), Arc::new(cfg)).await.unwrap();
@@ -198,7 +184,7 @@ async fn a_busy_connection_outlives_the_idle_timeout() {
     let ca = TestCa::new("Consul CA 1");
     // A generous timeout: the pauses between requests must stay far below it on a busy machine.
     let idle = Duration::from_millis(1000);
-    let (_tx, dp) = db_idle(&ca, 1000).await;
+    let (_tx, dp) = db_with(&ca, "idle_timeout_ms", 1000).await;
     let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
     let tls = connect(dp.inbound_addr(), cfg).await.unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
