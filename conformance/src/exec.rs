@@ -3,6 +3,7 @@
 //! checks (`checks`), evaluated with `within`/`stable_for` (`wait`). Everything lands on the
 //! scenario's timeline.
 
+mod app_seen;
 mod chain_check;
 mod checks;
 mod expected;

@@ -6,25 +6,30 @@
 //! metadata matchers: a claim must be a string equal to the value). Refusals are therefore
 //! RBAC's 403.
 //!
+//! A provider's `Forwarding.HeaderName` carries a verified token's payload to the application
+//! as Envoy's `forward_payload_header` does (the token's own base64url payload segment, padded
+//! with `=` under `PadForwardPayloadHeader`), and, as Envoy's verifiers do before verifying,
+//! a caller's own header of that name never reaches the application.
+//!
 //! [`provider`] holds the wire types of `/v1/config/jwt-provider`, [`keys`] the inline, file
-//! and remote (cached, refetched after `CacheDuration`) key sets. Tokens are validated with
-//! the `jsonwebtoken` crate (ring).
+//! and remote (cached, refetched after `CacheDuration`) key sets, [`token`] one token's
+//! extraction and validation (the `jsonwebtoken` crate, ring).
 
 mod keys;
 pub mod provider;
 #[cfg(test)]
 mod tests;
+mod token;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use http::HeaderMap;
-use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{DecodingKey, Validation};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::Value;
 
 use self::keys::Keys;
-use self::provider::{Location, ProviderEntry};
+use self::provider::ProviderEntry;
+use self::token::{check, extract};
 
 /// `IntentionJWTRequirement`: any one of the providers must have verified the token.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -67,10 +72,21 @@ where
     Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
-/// What verification found for one request: each verified provider's issuer and payload.
+/// One provider's verified token.
+#[derive(Debug)]
+struct Verified {
+    /// The provider's issuer.
+    issuer: String,
+    /// The decoded claims.
+    payload: Value,
+    /// The token's payload segment as it came (base64url, no padding).
+    segment: String,
+}
+
+/// What verification found for one request: each verified provider's token.
 #[derive(Debug, Default)]
 pub struct JwtResults {
-    verified: BTreeMap<String, (String, Value)>,
+    verified: BTreeMap<String, Verified>,
     ignore_claims: bool,
     skip_issuer: bool,
 }
@@ -87,7 +103,10 @@ impl JwtResults {
     /// claim check true.
     pub fn satisfies(&self, req: &JwtRequirement) -> bool {
         req.providers.iter().any(|p| {
-            let Some((issuer, payload)) = self.verified.get(&p.name) else {
+            let Some(Verified {
+                issuer, payload, ..
+            }) = self.verified.get(&p.name)
+            else {
                 return false;
             };
             let claim = |path: &[String], want: &str| {
@@ -112,6 +131,10 @@ pub struct Weakened {
     pub ignore_claims: bool,
     /// A remote JWKS is fetched once and never again.
     pub stale_jwks: bool,
+    /// `Forwarding.HeaderName` is ignored: no payload reaches the application.
+    pub no_forward_payload: bool,
+    /// A caller's own header of a `Forwarding.HeaderName` is passed on.
+    pub forward_spoofable: bool,
 }
 
 /// The stored providers and their key sources.
@@ -161,8 +184,13 @@ impl Verifier {
             };
             match check(entry, &set, &token, self.weakened.skip_verify) {
                 Ok(payload) => {
-                    out.verified
-                        .insert(name.clone(), (entry.issuer.clone(), payload));
+                    let segment = token.split('.').nth(1).unwrap_or_default().to_owned();
+                    let v = Verified {
+                        issuer: entry.issuer.clone(),
+                        payload,
+                        segment,
+                    };
+                    out.verified.insert(name.clone(), v);
                 }
                 Err(e) => tracing::debug!(provider = %name, error = %e, "JWT not verified"),
             }
@@ -170,9 +198,25 @@ impl Verifier {
         out
     }
 
-    /// Envoy's `forward: false`: the headers a verified token came in are removed.
-    pub fn strip(&self, results: &JwtResults, headers: &mut HeaderMap) {
-        for name in results.verified.keys() {
+    /// Before verification, as Envoy's verifiers do: removes the caller's own headers named by
+    /// the `Forwarding.HeaderName` of each of `names` (only a verified payload may arrive
+    /// under that name).
+    pub fn sanitize(&self, names: &BTreeSet<String>, headers: &mut HeaderMap) {
+        if self.weakened.forward_spoofable {
+            return;
+        }
+        for name in names {
+            if let Some(h) = self.forward_header(name) {
+                headers.remove(h);
+            }
+        }
+    }
+
+    /// After an allowed request's verification: Envoy's `forward: false` (the headers a
+    /// verified token came in are removed), then each verified payload added under its
+    /// provider's `Forwarding.HeaderName` (appended: two providers may share a name).
+    pub fn finish(&self, results: &JwtResults, headers: &mut HeaderMap) {
+        for (name, verified) in &results.verified {
             let Some((entry, _)) = self.providers.get(name) else {
                 continue;
             };
@@ -184,99 +228,32 @@ impl Verifier {
                     headers.remove(h.name.as_str());
                 }
             }
+            if self.weakened.no_forward_payload {
+                continue;
+            }
+            let Some(header) = self.forward_header(name) else {
+                continue;
+            };
+            let pad = entry
+                .forwarding
+                .as_ref()
+                .is_some_and(|f| f.pad_forward_payload_header);
+            let mut value = verified.segment.clone();
+            if pad {
+                while value.len() % 4 != 0 {
+                    value.push('=');
+                }
+            }
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                headers.append(header, v);
+            }
         }
     }
-}
 
-/// The token, from the first location that has one (Envoy's defaults without locations:
-/// `Authorization: Bearer` and the `access_token` query parameter).
-fn extract(locations: &[Location], headers: &HeaderMap, query: Option<&str>) -> Option<String> {
-    let header = |name: &str, prefix: &str| {
-        headers
-            .get_all(name)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .find_map(|v| v.strip_prefix(prefix).map(|t| t.trim().to_owned()))
-    };
-    let param = |name: &str| {
-        form_pairs(query?)
-            .into_iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v)
-    };
-    let cookie = |name: &str| {
-        headers
-            .get_all(http::header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|kv| kv.trim().split_once('='))
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.to_owned())
-    };
-    if locations.is_empty() {
-        return header("authorization", "Bearer ").or_else(|| param("access_token"));
+    /// The valid `Forwarding.HeaderName` of provider `name`, if it has one.
+    fn forward_header(&self, name: &str) -> Option<HeaderName> {
+        let (entry, _) = self.providers.get(name)?;
+        let f = entry.forwarding.as_ref()?;
+        HeaderName::from_bytes(f.header_name.as_bytes()).ok()
     }
-    locations.iter().find_map(|l| {
-        if let Some(h) = &l.header {
-            header(&h.name, &h.value_prefix)
-        } else if let Some(q) = &l.query_param {
-            param(&q.name)
-        } else {
-            l.cookie.as_ref().and_then(|c| cookie(&c.name))
-        }
-    })
-}
-
-fn form_pairs(query: &str) -> Vec<(String, String)> {
-    query
-        .split('&')
-        .map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (k.to_owned(), v.to_owned())
-        })
-        .collect()
-}
-
-/// One token against one provider: signature by a key of `set` (by `kid`, else any key
-/// whose algorithm fits), `exp`/`nbf` within the clock skew, issuer and audiences.
-fn check(entry: &ProviderEntry, set: &JwkSet, token: &str, skip: bool) -> Result<Value, String> {
-    let header = jsonwebtoken::decode_header(token).map_err(|e| e.to_string())?;
-    let mut v = Validation::new(header.alg);
-    v.required_spec_claims.clear();
-    v.leeway = entry.clock_skew_seconds;
-    v.validate_nbf = true;
-    v.validate_aud = !entry.audiences.is_empty();
-    if v.validate_aud {
-        v.set_audience(&entry.audiences);
-    }
-    if !entry.issuer.is_empty() {
-        v.set_issuer(&[&entry.issuer]);
-    }
-    if skip {
-        v.insecure_disable_signature_validation();
-        v.validate_exp = false;
-        v.validate_nbf = false;
-        v.validate_aud = false;
-        v.iss = None;
-        let dummy = DecodingKey::from_secret(&[]);
-        return jsonwebtoken::decode::<Value>(token, &dummy, &v)
-            .map(|d| d.claims)
-            .map_err(|e| e.to_string());
-    }
-    let candidates: Vec<_> = match &header.kid {
-        Some(kid) => set.find(kid).into_iter().collect(),
-        None => set.keys.iter().collect(),
-    };
-    let mut last = "no key for the token".to_owned();
-    for jwk in candidates {
-        let Ok(key) = DecodingKey::from_jwk(jwk) else {
-            continue;
-        };
-        match jsonwebtoken::decode::<Value>(token, &key, &v) {
-            Ok(d) => return Ok(d.claims),
-            Err(e) => last = e.to_string(),
-        }
-    }
-    Err(last)
 }

@@ -232,6 +232,13 @@ pub enum Sabotage {
     /// `jwt-stale-jwks`: a remote JWKS is fetched once and kept for ever (its `CacheDuration`
     /// ignored), so a key rotation at the issuer is never followed.
     JwtStaleJwks,
+    /// `jwt-no-forward-payload`: a provider's `Forwarding.HeaderName` is ignored: the
+    /// application never receives the verified token's payload.
+    JwtNoForwardPayload,
+    /// `jwt-forward-spoofable`: a caller's own header of a provider's `Forwarding.HeaderName`
+    /// is passed on (Envoy removes it before verifying), so the application may take a forged
+    /// payload for a verified one.
+    JwtForwardSpoofable,
     /// `anonymous-on-403`: a request the agent refuses with 403 is sent again without the
     /// token, so the agent's default (anonymous) token decides what the proxy may read, and
     /// nothing is logged (a proxy falling back on the agent's default token).
@@ -244,7 +251,7 @@ pub enum Sabotage {
 
 impl Sabotage {
     /// Every behaviour, in declaration order.
-    pub const ALL: [Self; 71] = [
+    pub const ALL: [Self; 73] = [
         Self::IgnoreDeny,
         Self::AuthorizeByCn,
         Self::HardcodedAllow,
@@ -314,6 +321,8 @@ impl Sabotage {
         Self::JwtSkipVerify,
         Self::JwtIgnoreClaims,
         Self::JwtStaleJwks,
+        Self::JwtNoForwardPayload,
+        Self::JwtForwardSpoofable,
         Self::AnonymousOn403,
         Self::Ipv6Unbracketed,
     ];
@@ -390,6 +399,8 @@ impl Sabotage {
             Self::JwtSkipVerify => "jwt-skip-verify",
             Self::JwtIgnoreClaims => "jwt-ignore-claims",
             Self::JwtStaleJwks => "jwt-stale-jwks",
+            Self::JwtNoForwardPayload => "jwt-no-forward-payload",
+            Self::JwtForwardSpoofable => "jwt-forward-spoofable",
             Self::AnonymousOn403 => "anonymous-on-403",
             Self::Ipv6Unbracketed => "ipv6-unbracketed",
         }

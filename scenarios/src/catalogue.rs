@@ -283,6 +283,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../catalogue/l7-traffic/traffic-timeouts.toml"),
     ),
     (
+        "catalogue/security/jwt-forward-payload.toml",
+        include_str!("../catalogue/security/jwt-forward-payload.toml"),
+    ),
+    (
         "catalogue/security/jwt-inline-jwks.toml",
         include_str!("../catalogue/security/jwt-inline-jwks.toml"),
     ),

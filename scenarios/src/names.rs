@@ -107,6 +107,8 @@ pub const BROKEN_BEHAVIOURS: &[&str] = &[
     "jwt-skip-verify",
     "jwt-ignore-claims",
     "jwt-stale-jwks",
+    "jwt-no-forward-payload",
+    "jwt-forward-spoofable",
     "anonymous-on-403",
     "ipv6-unbracketed",
 ];

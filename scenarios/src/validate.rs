@@ -7,6 +7,7 @@
 //! generator); `validate/setup.rs` checks what the scenario sets up, `validate/steps.rs` and
 //! `validate/checks.rs` its timeline, `validate/fields.rs` the field-level rules they share.
 
+mod app_seen;
 mod checks;
 mod fields;
 mod route;

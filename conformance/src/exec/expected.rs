@@ -143,6 +143,8 @@ pub(super) fn expected(
             status,
             streams,
             app_path,
+            app_headers,
+            app_without,
             ..
         } => {
             let who = match (conn, identity) {
@@ -159,8 +161,19 @@ pub(super) fn expected(
                 None if !(200..300).contains(status) => ", the app receiving nothing".to_owned(),
                 None => String::new(),
             };
+            let mut seen = String::new();
+            if !app_headers.is_empty() {
+                let list: Vec<String> = app_headers
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect();
+                seen.push_str(&format!(", the app receiving exactly {}", list.join(", ")));
+            }
+            if !app_without.is_empty() {
+                seen.push_str(&format!(", and no {}", app_without.join(", ")));
+            }
             format!(
-                "{} {path} {who} answers HTTP {status}{many}{app}",
+                "{} {path} {who} answers HTTP {status}{many}{app}{seen}",
                 method.as_deref().unwrap_or("GET")
             )
         }

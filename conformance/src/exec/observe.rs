@@ -90,12 +90,16 @@ impl Exec<'_> {
                 status,
                 streams,
                 app_path,
+                app_headers,
+                app_without,
                 ..
             } => {
                 let mut headers = headers.clone();
+                let mut bearer = None;
                 if let Some(t) = jwt {
                     match self.world.jwt.authorization(t) {
                         Ok(Some(v)) => {
+                            bearer = Some(v.clone());
                             headers.insert("Authorization".into(), v);
                         }
                         Ok(None) => {}
@@ -108,6 +112,7 @@ impl Exec<'_> {
                     headers,
                 };
                 let before = self.world.app.record.requests();
+                let mark = self.world.app.record.header_mark();
                 let (got, body) = match conn {
                     Some(c) => match self.conns.get_mut(c) {
                         Some(c) => (c.http(&req, streams.unwrap_or(1)).await, None),
@@ -131,6 +136,17 @@ impl Exec<'_> {
                         .unwrap_or_default();
                     ok = seen == want.as_str();
                     text.push_str(&format!(", the app received {seen}"));
+                }
+                if ok && (!app_headers.is_empty() || !app_without.is_empty()) {
+                    let received = self.world.app.record.headers_since(mark);
+                    let (seen_ok, seen) = super::app_seen::judge(
+                        &received,
+                        app_headers,
+                        app_without,
+                        bearer.as_deref(),
+                    );
+                    ok = seen_ok;
+                    text.push_str(&format!(", {seen}"));
                 }
                 // A 504 is the proxy's answer to a request the app received and did not
                 // answer in time (`local_request_timeout_ms`): the app did see it.

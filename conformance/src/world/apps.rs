@@ -35,10 +35,12 @@ pub(crate) enum AppKind {
     Http,
 }
 
-/// Everything the app received, per connection.
+/// Everything the app received, per connection, and the HTTP app's request headers in the
+/// order the requests came.
 #[derive(Debug, Default)]
 pub(crate) struct Record {
     conns: Mutex<Vec<Vec<u8>>>,
+    headers: Mutex<Vec<Vec<(String, String)>>>,
 }
 
 impl Record {
@@ -61,6 +63,29 @@ impl Record {
             .iter()
             .map(|c| c.iter().filter(|&&b| b == b'\n').count())
             .sum()
+    }
+
+    fn add_headers(&self, headers: &hyper::HeaderMap) {
+        let list = headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        self.headers.lock().push(list);
+    }
+
+    /// How many HTTP requests' headers are recorded (a mark for [`Self::headers_since`]).
+    pub(crate) fn header_mark(&self) -> usize {
+        self.headers.lock().len()
+    }
+
+    /// The headers of every HTTP request since `mark`, in order.
+    pub(crate) fn headers_since(&self, mark: usize) -> Vec<Vec<(String, String)>> {
+        self.headers.lock().get(mark..).unwrap_or_default().to_vec()
     }
 
     /// Whether any connection received `needle`.
@@ -301,6 +326,7 @@ where
     let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
         let line = format!("{} {}\n", req.method(), req.uri());
         rec.add(id, line.as_bytes());
+        rec.add_headers(req.headers());
         let server = server.clone();
         let delay = *b.delay.lock();
         async move {

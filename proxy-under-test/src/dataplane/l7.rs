@@ -78,6 +78,7 @@ impl Forwarder {
         let jwt = if providers.is_empty() {
             None
         } else {
+            snap.jwt.sanitize(&providers, req.headers_mut());
             Some(
                 snap.jwt
                     .verify(&providers, req.headers(), req.uri().query())
@@ -109,7 +110,7 @@ impl Forwarder {
             path = req.uri().path(), reason = %decision.reason, "HTTP request allowed"
         );
         if let Some(j) = &jwt {
-            snap.jwt.strip(j, req.headers_mut());
+            snap.jwt.finish(j, req.headers_mut());
         }
         let forward_xfcc = !snap.mesh.sanitize_xfcc && snap.knobs.protocol != Protocol::Grpc;
         if let Some(own) = snap.leaf.certified.cert.first() {

@@ -2,12 +2,14 @@
 //! fetched when first needed and again once `CacheDuration` (Envoy's 10 minutes when unset)
 //! has passed, so a key rotation at the issuer is followed. A failed fetch leaves no keys
 //! (every token of that provider fails) until the next request tries again. Remote URIs are
-//! fetched over plain HTTP only.
+//! fetched over plain HTTP only. Each set's keys are decoded once, when it is read or fetched,
+//! not per request.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use jsonwebtoken::DecodingKey;
 use jsonwebtoken::jwk::JwkSet;
 use tokio::sync::Mutex;
 
@@ -18,11 +20,61 @@ const DEFAULT_CACHE: Duration = Duration::from_secs(600);
 /// The fetch timeout when `RequestTimeoutMs` is 0.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// A key set with each key decoded (keys that do not decode are left out).
+#[derive(Clone)]
+pub(crate) struct Decoded {
+    /// Each key's `kid` and its decoded form, in the set's order.
+    pub(crate) keys: Vec<(Option<String>, DecodingKey)>,
+}
+
+impl std::fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoded")
+            .field(
+                "kids",
+                &self.keys.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl Decoded {
+    fn of(set: &JwkSet) -> Self {
+        let keys = set
+            .keys
+            .iter()
+            .filter_map(|jwk| {
+                let key = DecodingKey::from_jwk(jwk).ok()?;
+                Some((jwk.common.key_id.clone(), key))
+            })
+            .collect();
+        Self { keys }
+    }
+
+    /// The keys a token may be signed with: those of its `kid` (the first, as
+    /// `JwkSet::find`), else every key.
+    pub(crate) fn candidates<'a>(
+        &'a self,
+        kid: Option<&'a str>,
+    ) -> Box<dyn Iterator<Item = &'a DecodingKey> + 'a> {
+        match kid {
+            Some(kid) => Box::new(
+                self.keys
+                    .iter()
+                    .find(|(k, _)| k.as_deref() == Some(kid))
+                    .map(|(_, key)| key)
+                    .into_iter(),
+            ),
+            None => Box::new(self.keys.iter().map(|(_, key)| key)),
+        }
+    }
+}
+
 /// A provider's key source.
 #[derive(Debug)]
 pub(crate) enum Keys {
     /// Read once (`None`: the JWKS did not decode).
-    Fixed(Option<Arc<JwkSet>>),
+    Fixed(Option<Arc<Decoded>>),
     /// Fetched over HTTP and cached.
     Remote(Remote),
 }
@@ -35,7 +87,7 @@ pub(crate) struct Remote {
     cache_for: Duration,
     /// Never fetch again once something is cached (the `jwt-stale-jwks` sabotage).
     stale: bool,
-    cached: Mutex<Option<(Instant, Arc<JwkSet>)>>,
+    cached: Mutex<Option<(Instant, Arc<Decoded>)>>,
 }
 
 impl Keys {
@@ -71,7 +123,7 @@ impl Keys {
             }
         });
         let parsed = text.and_then(|t| match serde_json::from_str::<JwkSet>(&t) {
-            Ok(s) => Some(Arc::new(s)),
+            Ok(s) => Some(Arc::new(Decoded::of(&s))),
             Err(e) => {
                 tracing::warn!(error = %e, "local JWKS does not parse; its tokens all fail");
                 None
@@ -81,7 +133,7 @@ impl Keys {
     }
 
     /// The keys now (fetching a remote set when absent or expired).
-    pub(crate) async fn get(&self) -> Option<Arc<JwkSet>> {
+    pub(crate) async fn get(&self) -> Option<Arc<Decoded>> {
         match self {
             Self::Fixed(k) => k.clone(),
             Self::Remote(r) => r.get().await,
@@ -90,7 +142,7 @@ impl Keys {
 }
 
 impl Remote {
-    async fn get(&self) -> Option<Arc<JwkSet>> {
+    async fn get(&self) -> Option<Arc<Decoded>> {
         let mut cached = self.cached.lock().await;
         if let Some((at, set)) = cached.as_ref()
             && (self.stale || at.elapsed() < self.cache_for)
@@ -99,7 +151,7 @@ impl Remote {
         }
         match self.fetch().await {
             Ok(set) => {
-                let set = Arc::new(set);
+                let set = Arc::new(Decoded::of(&set));
                 *cached = Some((Instant::now(), set.clone()));
                 Some(set)
             }

@@ -28,6 +28,21 @@ pub struct ProviderEntry {
     /// Allowed clock skew for `exp`/`nbf` (Consul normalizes 0 to 30).
     #[serde(default)]
     pub clock_skew_seconds: u64,
+    /// Where a verified payload goes.
+    #[serde(default)]
+    pub forwarding: Option<Forwarding>,
+}
+
+/// `JWTForwardingConfig`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Forwarding {
+    /// The header the payload is written to (nothing is forwarded when empty).
+    #[serde(default)]
+    pub header_name: String,
+    /// Pad the base64url payload with `=`.
+    #[serde(default)]
+    pub pad_forward_payload_header: bool,
 }
 
 /// `JSONWebKeySet`.

@@ -1,6 +1,7 @@
 //! Token checks against inline keys: a valid ES256 token verifies, and the refusals Consul's
 //! RBAC would make (expired, wrong issuer, wrong audience, other key, malformed, missing,
-//! claim mismatch) leave the requirement unmet; the sabotages weaken exactly what they name.
+//! claim mismatch) leave the requirement unmet; the sabotages weaken exactly what they name;
+//! `Forwarding` carries a verified payload and only a verified one.
 
 use std::collections::BTreeSet;
 
@@ -143,4 +144,121 @@ async fn valid_tokens_pass_and_each_refusal_holds() {
         "jwt-ignore-claims"
     );
     assert!(!satisfied(&ignore, refused[5].1.as_deref(), &req(true)).await);
+}
+
+fn forwarding(k: &Key, header: &str, pad: bool) -> ProviderEntry {
+    let mut p = provider(k);
+    p.forwarding = Some(super::provider::Forwarding {
+        header_name: header.into(),
+        pad_forward_payload_header: pad,
+    });
+    p
+}
+
+/// Verifies `bearer` with the headers `extra`, then applies what an allowed request gets.
+async fn forwarded(v: &Verifier, bearer: Option<&str>, extra: &[(&str, &str)]) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    if let Some(t) = bearer {
+        h.insert("authorization", format!("Bearer {t}").parse().unwrap());
+    }
+    for (k, val) in extra {
+        h.append(
+            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            val.parse().unwrap(),
+        );
+    }
+    let names: BTreeSet<String> = ["okta".to_owned()].into();
+    v.sanitize(&names, &mut h);
+    let results = v.verify(&names, &h, None).await;
+    v.finish(&results, &mut h);
+    h
+}
+
+fn values(h: &HeaderMap, name: &str) -> Vec<String> {
+    h.get_all(name)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_verified_payload_is_forwarded_and_a_callers_own_never_is() {
+    let k = key("k1");
+    // A payload whose base64url needs padding (length not a multiple of 4).
+    let claims = json!({"iss": "https://okta", "aud": "web", "exp": now() + 600, "x": "ab"});
+    let mut t = token(&k, &claims);
+    let mut extra = 0;
+    while t.split('.').nth(1).unwrap().len().is_multiple_of(4) {
+        extra += 1;
+        let mut c = claims.clone();
+        c["pad"] = json!("p".repeat(extra));
+        t = token(&k, &c);
+    }
+    let segment = t.split('.').nth(1).unwrap().to_owned();
+    let forged = [("x-jwt-payload", "forged")];
+
+    let v = Verifier::new(
+        vec![forwarding(&k, "x-jwt-payload", false)],
+        Weakened::default(),
+    );
+    let h = forwarded(&v, Some(&t), &forged).await;
+    assert_eq!(values(&h, "x-jwt-payload"), std::slice::from_ref(&segment));
+    assert!(
+        h.get("authorization").is_none(),
+        "forward: false strips the token"
+    );
+    let h = forwarded(&v, None, &forged).await;
+    assert!(
+        values(&h, "x-jwt-payload").is_empty(),
+        "no token: the forged one is gone too"
+    );
+    let h = forwarded(&v, Some("not.a.jwt"), &forged).await;
+    assert!(values(&h, "x-jwt-payload").is_empty());
+
+    let padded = Verifier::new(
+        vec![forwarding(&k, "x-jwt-payload", true)],
+        Weakened::default(),
+    );
+    let h = forwarded(&padded, Some(&t), &[]).await;
+    let got = values(&h, "x-jwt-payload");
+    assert_eq!(got.len(), 1);
+    assert!(got[0].starts_with(&segment) && got[0].len().is_multiple_of(4) && got[0].ends_with('='));
+    let decoded = base64::engine::general_purpose::URL_SAFE
+        .decode(&got[0])
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&decoded).unwrap()["x"],
+        "ab"
+    );
+
+    // Without Forwarding nothing is added, and a caller's header of any name passes.
+    let plain = Verifier::new(vec![provider(&k)], Weakened::default());
+    let h = forwarded(&plain, Some(&t), &forged).await;
+    assert_eq!(values(&h, "x-jwt-payload"), ["forged"]);
+
+    let none = Verifier::new(
+        vec![forwarding(&k, "x-jwt-payload", false)],
+        Weakened {
+            no_forward_payload: true,
+            ..Weakened::default()
+        },
+    );
+    let h = forwarded(&none, Some(&t), &forged).await;
+    assert!(
+        values(&h, "x-jwt-payload").is_empty(),
+        "jwt-no-forward-payload"
+    );
+    let spoofable = Verifier::new(
+        vec![forwarding(&k, "x-jwt-payload", false)],
+        Weakened {
+            forward_spoofable: true,
+            ..Weakened::default()
+        },
+    );
+    let h = forwarded(&spoofable, None, &forged).await;
+    assert_eq!(
+        values(&h, "x-jwt-payload"),
+        ["forged"],
+        "jwt-forward-spoofable"
+    );
 }

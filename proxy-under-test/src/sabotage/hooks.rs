@@ -141,12 +141,15 @@ impl Hooks {
         }
     }
 
-    /// `jwt-skip-verify`, `jwt-ignore-claims`, `jwt-stale-jwks`: how token checks are weakened.
+    /// `jwt-skip-verify`, `jwt-ignore-claims`, `jwt-stale-jwks`, `jwt-no-forward-payload`,
+    /// `jwt-forward-spoofable`: how token checks and payload forwarding are weakened.
     pub(crate) fn jwt_weakened(&self) -> crate::jwt::Weakened {
         crate::jwt::Weakened {
             skip_verify: self.has(Sabotage::JwtSkipVerify),
             ignore_claims: self.has(Sabotage::JwtIgnoreClaims),
             stale_jwks: self.has(Sabotage::JwtStaleJwks),
+            no_forward_payload: self.has(Sabotage::JwtNoForwardPayload),
+            forward_spoofable: self.has(Sabotage::JwtForwardSpoofable),
         }
     }
 

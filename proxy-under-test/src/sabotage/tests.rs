@@ -17,7 +17,7 @@ use super::*;
 use crate::cli::parse_args;
 
 /// The names the scenario catalogue uses, verbatim.
-const CATALOGUE: [&str; 71] = [
+const CATALOGUE: [&str; 73] = [
     "ignore-deny",
     "authorize-by-cn",
     "hardcoded-allow",
@@ -87,6 +87,8 @@ const CATALOGUE: [&str; 71] = [
     "jwt-skip-verify",
     "jwt-ignore-claims",
     "jwt-stale-jwks",
+    "jwt-no-forward-payload",
+    "jwt-forward-spoofable",
     "anonymous-on-403",
     "ipv6-unbracketed",
 ];

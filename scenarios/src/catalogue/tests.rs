@@ -109,6 +109,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     (
         "security",
         &[
+            "jwt-forward-payload",
             "jwt-inline-jwks",
             "jwt-remote-jwks",
             "jwt-verify-claims",

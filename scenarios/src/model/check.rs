@@ -47,6 +47,15 @@ pub enum Check {
         /// have received, e.g. the normalized form of a `path` written with dot segments.
         #[serde(default)]
         app_path: Option<String>,
+        /// With a 2xx `status`: headers the application must have received, each with exactly
+        /// this value (several received values are joined with `, `). `{jwt-payload}` stands for
+        /// the payload segment of the check's `jwt` (base64url), `{jwt-payload-padded}` for the
+        /// same padded with `=`.
+        #[serde(default)]
+        app_headers: BTreeMap<String, String>,
+        /// With a 2xx `status`: headers the application must not have received.
+        #[serde(default)]
+        app_without: Vec<String>,
         /// On an HTTP/2 connection: run this many streams at once (default 1); every one must
         /// answer `status`.
         #[serde(default)]

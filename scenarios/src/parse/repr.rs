@@ -300,6 +300,10 @@ enum CheckRepr {
         streams: Option<u32>,
         #[serde(default)]
         app_path: Option<String>,
+        #[serde(default)]
+        app_headers: BTreeMap<String, String>,
+        #[serde(default)]
+        app_without: Vec<String>,
     },
     Grpc {
         #[serde(default, deserialize_with = "opt_identity")]

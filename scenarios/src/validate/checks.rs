@@ -89,7 +89,10 @@ pub(super) fn check_check(at: &FieldPath, check: &Check, st: &State<'_>) -> Resu
             status,
             streams,
             app_path,
+            app_headers,
+            app_without,
         } => {
+            super::app_seen::check_app_seen(at, *status, jwt.as_ref(), app_headers, app_without)?;
             if let Some(t) = jwt
                 && !st.jwt_providers.contains(t.provider.as_str())
             {

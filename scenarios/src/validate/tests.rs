@@ -2,6 +2,7 @@
 //! well-formed counterpart.
 
 mod app;
+mod app_seen;
 mod edges;
 mod h2;
 mod implicit;
