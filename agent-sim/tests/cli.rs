@@ -45,6 +45,14 @@ fn bad_flags_and_files_are_clear_errors() {
         err.contains("unknown scenario \"no-such-scenario\""),
         "{err}"
     );
+    // A JWT scenario needs the harness's issuers: refused before anything listens.
+    let (code, out, err) = agent_sim(&["--scenario", "jwt-verify-claims"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("play it with `conformance run --scenario jwt-verify-claims`"),
+        "{err}"
+    );
+    assert!(!out.contains("listening"), "{out}");
     let (code, _, err) = agent_sim(&["--listen", "not-an-address"]);
     assert_eq!(code, 2, "{err}");
     let (code, _, err) = agent_sim(&["--grpc-listen", "nowhere"]);

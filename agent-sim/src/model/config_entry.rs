@@ -8,6 +8,7 @@ mod common;
 mod graph;
 mod intentions;
 mod jwt_provider;
+mod jwt_refs;
 mod load_balancer;
 mod mesh;
 mod path_match;

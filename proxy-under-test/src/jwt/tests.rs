@@ -222,7 +222,9 @@ async fn a_verified_payload_is_forwarded_and_a_callers_own_never_is() {
     let h = forwarded(&padded, Some(&t), &[]).await;
     let got = values(&h, "x-jwt-payload");
     assert_eq!(got.len(), 1);
-    assert!(got[0].starts_with(&segment) && got[0].len().is_multiple_of(4) && got[0].ends_with('='));
+    assert!(
+        got[0].starts_with(&segment) && got[0].len().is_multiple_of(4) && got[0].ends_with('=')
+    );
     let decoded = base64::engine::general_purpose::URL_SAFE
         .decode(&got[0])
         .unwrap();

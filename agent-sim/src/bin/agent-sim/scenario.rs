@@ -24,6 +24,15 @@ pub(crate) fn find(name: &str, seed: u64) -> anyhow::Result<Scenario> {
         .ok_or_else(|| {
             anyhow!("unknown scenario {name:?}; `agent-sim --list-scenarios` lists them")
         })?;
+    if !s.setup.jwt_providers.is_empty() {
+        anyhow::bail!(
+            "scenario {} needs JWT issuers (its `setup.jwt_providers`: keys, JWKS servers and the \
+             tokens its checks send), which only the conformance harness runs: play it with \
+             `conformance run --scenario {}`",
+            s.id,
+            s.id
+        );
+    }
     Ok(if s.generate.is_some() {
         scenarios::expand(&s, seed)
     } else {

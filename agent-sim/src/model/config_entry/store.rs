@@ -47,6 +47,7 @@ impl ConfigEntries {
             }
         }
         self.check_mutual_tls_mode(&entry, existing)?;
+        super::jwt_refs::check_providers_exist(self, &entry).map_err(ConfigError::Invalid)?;
         graph::validate_proposed(self, key.0, &key.1, Some(&entry))
             .map_err(ConfigError::Invalid)?;
         let create = existing.map_or(index, ConfigEntry::create_index);

@@ -162,10 +162,18 @@ fn an_unknown_provider_fails_the_build() {
     c.upsert_config_entry(&json!({"Kind": "proxy-defaults", "Name": "global",
         "Config": {"protocol": "http"}}))
         .unwrap();
+    // Consul refuses intentions naming a missing provider, but lets a named provider be
+    // deleted afterwards.
+    c.upsert_config_entry(
+        &json!({"Kind": "jwt-provider", "Name": "nope", "Issuer": "i",
+        "JSONWebKeySet": {"Local": {"JWKS": "e30="}}}),
+    )
+    .unwrap();
     c.upsert_config_entry(&json!({"Kind": "service-intentions", "Name": "web",
         "JWT": {"Providers": [{"Name": "nope"}]},
         "Sources": [{"Name": "*", "Action": "allow"}]}))
         .unwrap();
+    c.delete_config_entry("jwt-provider", "nope").unwrap();
     let err = for_proxy(
         &c.store,
         "web-sidecar-proxy",
