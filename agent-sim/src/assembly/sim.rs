@@ -76,6 +76,13 @@ impl Builder {
         self
     }
 
+    /// Not Consul's rendering, for benchmarks: xDS TLS contexts with session resumption off
+    /// (see [`crate::xds::XdsConfig::no_tls_resumption`]).
+    pub fn xds_no_tls_resumption(mut self, on: bool) -> Self {
+        self.cfg.xds.no_tls_resumption = on;
+        self
+    }
+
     /// Datacenter name.
     pub fn datacenter(mut self, dc: impl Into<String>) -> Self {
         self.cfg.datacenter = dc.into();

@@ -137,4 +137,9 @@ impl std::str::FromStr for TlsMode {
 pub struct XdsConfig {
     /// Inline certificates or SDS secrets.
     pub tls_mode: TlsMode,
+    /// Not Consul's rendering, for benchmarks only (off by default; Consul has no such setting):
+    /// every `DownstreamTlsContext` gets `disable_stateless_session_resumption` and
+    /// `disable_stateful_session_resumption`, every `UpstreamTlsContext` `max_session_keys: 0`, so
+    /// every handshake on the mesh hop is a full one.
+    pub no_tls_resumption: bool,
 }

@@ -36,6 +36,7 @@ mod clusters;
 mod endpoints;
 mod jwt_authn;
 mod listeners;
+mod no_resumption;
 mod query_upstream;
 mod rbac;
 mod route_policy;
@@ -97,32 +98,42 @@ pub(crate) fn for_proxy(
         return Err(BuildError::Unavailable(e));
     }
     Ok(Some(ProxyResources {
-        resources: build(&snap, cfg.tls_mode),
+        resources: build(&snap, cfg),
         refresh_at: leaf.refresh_at,
     }))
 }
 
-/// Every resource of a snapshot, packed and versioned.
-fn build(snap: &snapshot::Snapshot, mode: TlsMode) -> Resources {
+/// Every resource of a snapshot, packed and versioned. With `cfg.no_tls_resumption` (sim-only,
+/// not Consul's rendering) the TLS contexts are rewritten by [`no_resumption`] before packing.
+fn build(snap: &snapshot::Snapshot, cfg: &XdsConfig) -> Resources {
+    let mode = cfg.tls_mode;
+    let listener = |mut l: envoy_types::pb::envoy::config::listener::v3::Listener| {
+        if cfg.no_tls_resumption {
+            no_resumption::listener(&mut l);
+        }
+        Resource::pack(&l.name, &l)
+    };
     let mut out = Resources::default();
-    let (clusters, eds) = clusters::build(snap);
+    let (mut clusters, eds) = clusters::build(snap);
+    if cfg.no_tls_resumption {
+        no_resumption::clusters(&mut clusters);
+    }
     for c in &clusters {
         out.insert(types::CLUSTER, Resource::pack(&c.name, c));
     }
     for cla in endpoints::build(snap, &eds) {
         out.insert(types::ENDPOINT, Resource::pack(&cla.cluster_name, &cla));
     }
-    let public = listeners::public(snap, mode);
-    out.insert(types::LISTENER, Resource::pack(&public.name, &public));
+    out.insert(types::LISTENER, listener(listeners::public(snap, mode)));
     if let Some((l, routes)) = listeners::outbound(snap) {
-        out.insert(types::LISTENER, Resource::pack(&l.name, &l));
+        out.insert(types::LISTENER, listener(l));
         for r in routes {
             out.insert(types::ROUTE, Resource::pack(&r.name, &r));
         }
     }
     for up in &snap.upstreams {
         if let Some((l, route)) = listeners::upstream(snap, up) {
-            out.insert(types::LISTENER, Resource::pack(&l.name, &l));
+            out.insert(types::LISTENER, listener(l));
             if let Some(r) = route {
                 out.insert(types::ROUTE, Resource::pack(&r.name, &r));
             }

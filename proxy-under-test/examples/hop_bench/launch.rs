@@ -30,6 +30,18 @@ pub(crate) enum Driver {
     Envoy { bin: PathBuf, concurrency: u32 },
 }
 
+/// Which control plane a kind is configured by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Plane {
+    /// agent-sim as Consul renders it, no `mesh` entry (Envoy's upstream contexts: TLS 1.2 at
+    /// most, sessions resumed).
+    Consul,
+    /// A second agent-sim: a `mesh` entry pinning TLS 1.3 both ways (Consul's own setting) and the
+    /// sim-only `xds_no_tls_resumption` render option (not Consul's rendering): every hop
+    /// handshake a full TLS 1.3 one, the comparison.
+    Full,
+}
+
 /// A proxy kind under test.
 #[derive(Debug, Clone)]
 pub(crate) struct Kind {
@@ -37,6 +49,7 @@ pub(crate) struct Kind {
     /// Service-name suffix.
     pub(crate) key: String,
     pub(crate) driver: Driver,
+    pub(crate) plane: Plane,
 }
 
 impl Kind {

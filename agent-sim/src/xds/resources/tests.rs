@@ -10,6 +10,7 @@ mod l7;
 mod l7_prop;
 mod l7_routes;
 mod mesh;
+mod no_resumption;
 mod query;
 mod rbac_prop;
 
@@ -69,9 +70,16 @@ pub(super) fn proxy(c: &Control, svc: &str, port: u16) {
 }
 
 pub(super) fn build(c: &Control, mode: TlsMode) -> ProxyResources {
-    for_proxy(&c.store, "web-sidecar-proxy", &XdsConfig { tls_mode: mode })
-        .expect("builds")
-        .expect("proxy exists")
+    for_proxy(
+        &c.store,
+        "web-sidecar-proxy",
+        &XdsConfig {
+            tls_mode: mode,
+            ..Default::default()
+        },
+    )
+    .expect("builds")
+    .expect("proxy exists")
 }
 
 pub(super) fn decode<M: Message + Default>(any: &Any) -> M {
