@@ -31,12 +31,12 @@
 //! Not modelled: the virtual DNS listener, peered and sameness-group intention sources, expose paths, escape
 //! hatches.
 
+mod bench_tls;
 mod cluster_policy;
 mod clusters;
 mod endpoints;
 mod jwt_authn;
 mod listeners;
-mod no_resumption;
 mod query_upstream;
 mod rbac;
 mod route_policy;
@@ -103,20 +103,22 @@ pub(crate) fn for_proxy(
     }))
 }
 
-/// Every resource of a snapshot, packed and versioned. With `cfg.no_tls_resumption` (sim-only,
-/// not Consul's rendering) the TLS contexts are rewritten by [`no_resumption`] before packing.
+/// Every resource of a snapshot, packed and versioned. With a sim-only benchmark option set
+/// (`no_tls_resumption`, `tls_ecdh_curves`: not Consul's rendering) the TLS contexts are
+/// rewritten by [`bench_tls`] before packing; without one nothing is touched.
 fn build(snap: &snapshot::Snapshot, cfg: &XdsConfig) -> Resources {
     let mode = cfg.tls_mode;
+    let bench = cfg.no_tls_resumption || !cfg.tls_ecdh_curves.is_empty();
     let listener = |mut l: envoy_types::pb::envoy::config::listener::v3::Listener| {
-        if cfg.no_tls_resumption {
-            no_resumption::listener(&mut l);
+        if bench {
+            bench_tls::listener(cfg, &mut l);
         }
         Resource::pack(&l.name, &l)
     };
     let mut out = Resources::default();
     let (mut clusters, eds) = clusters::build(snap);
-    if cfg.no_tls_resumption {
-        no_resumption::clusters(&mut clusters);
+    if bench {
+        bench_tls::clusters(cfg, &mut clusters);
     }
     for c in &clusters {
         out.insert(types::CLUSTER, Resource::pack(&c.name, c));

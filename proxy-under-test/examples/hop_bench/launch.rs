@@ -165,7 +165,22 @@ pub(crate) async fn deploy(
     }
     wait_path(&mut d, "api-h1", e["api"]).await?;
     wait_path(&mut d, "api-h2", e["api"]).await?;
+    // `/probe` reaches v1 only: the split must reach v2 too before any load runs.
+    wait_path(&mut d, "split", e["api"]).await?;
     Ok(d)
+}
+
+/// Both `v1` and `v2` answer `/bench` (the 50/50 split) within 40 requests on one connection.
+async fn both_subsets(addr: SocketAddr) -> anyhow::Result<()> {
+    let c = l7::connect(addr, Proto::H1).await?;
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..40 {
+        seen.insert(l7::request(&c, Proto::H1, "/bench").await?);
+        if seen.contains("v1") && seen.contains("v2") {
+            return Ok(());
+        }
+    }
+    bail!("the split answered only from {seen:?}")
 }
 
 /// One working request (or echo) through `addr`, retried for 30 s.
@@ -175,6 +190,7 @@ async fn wait_path(d: &mut Deployed, what: &str, addr: SocketAddr) -> anyhow::Re
         let attempt = async {
             match what {
                 "tcp" => l4::one_connection(addr).await,
+                "split" => both_subsets(addr).await,
                 w => {
                     let (proto, path) = match w {
                         "h1" => (Proto::H1, "/bench"),

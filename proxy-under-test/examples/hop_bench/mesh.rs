@@ -51,13 +51,15 @@ pub(crate) fn free_addr() -> anyhow::Result<SocketAddr> {
 /// Starts a sim: HTTP and gRPC on loopback, no health checks run. `full`: the plane of the
 /// issue's comparison, a `mesh` entry with TLS 1.3 as floor and ceiling both ways (as an operator
 /// would write it to Consul; both set, so Envoy's client default ceiling of TLS 1.2 cannot sit
-/// under the floor) and the sim-only `xds_no_tls_resumption` render option (not Consul's
-/// rendering; Consul has no setting for it).
+/// under the floor) and the sim-only render options (not Consul's rendering; Consul has no
+/// setting for either) `xds_no_tls_resumption` and `xds_tls_ecdh_curves = [X25519]` (Envoy 1.40
+/// otherwise offers and prefers the `X25519MLKEM768` hybrid; the table says x25519).
 pub(crate) async fn start_sim(full: bool) -> anyhow::Result<Listening> {
     let sim = AgentSim::builder()
         .grpc_bind(SocketAddr::from(([127, 0, 0, 1], 0)))
         .run_checks(false)
         .xds_no_tls_resumption(full)
+        .xds_tls_ecdh_curves(if full { vec!["X25519"] } else { vec![] })
         .start()
         .await
         .context("agent-sim")?;

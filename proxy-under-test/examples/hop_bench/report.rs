@@ -162,8 +162,9 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
         println!(
             "- Envoy: `{v}`, `--concurrency {}`, configured by agent-sim's xDS; `envoy-full`: a \
              `mesh` entry with TLS 1.3 as floor and ceiling both ways and agent-sim's sim-only \
-             `xds_no_tls_resumption` (not Consul's rendering), the issue's comparison and the \
-             targets' base; `envoy-consul`: as Consul renders it (no `mesh` entry)",
+             `xds_no_tls_resumption` and `xds_tls_ecdh_curves` X25519 (not Consul's rendering), \
+             the issue's comparison and the targets' base; `envoy-consul`: as Consul renders it \
+             (no `mesh` entry)",
             args.envoy_concurrency
         );
     }
@@ -199,10 +200,15 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
             .keys()
             .chain(b.versions.keys())
             .any(|v| v != "TLSv1.3");
-        if k.plane == Plane::Full && (a.reused + b.reused > 0 || not13) {
+        let not_x25519 = a
+            .curves
+            .keys()
+            .chain(b.curves.keys())
+            .any(|c| c != "X25519");
+        if k.plane == Plane::Full && (a.reused + b.reused > 0 || not13 || not_x25519) {
             println!(
-                "- **{}: the hop resumed sessions or negotiated something other than TLS 1.3: \
-                 not the issue's comparison**",
+                "- **{}: the hop resumed sessions or negotiated something other than TLS 1.3 \
+                 with X25519: not the issue's comparison**",
                 k.label
             );
         }

@@ -47,6 +47,10 @@ struct Cli {
     /// (`disable_stateless/stateful_session_resumption`, `max_session_keys: 0`).
     #[arg(long)]
     xds_no_tls_resumption: bool,
+    /// Not Consul's rendering, for benchmarks: `tls_params.ecdh_curves` of every xDS TLS context
+    /// (comma-separated, e.g. `X25519`).
+    #[arg(long, value_delimiter = ',', value_name = "CURVE,...")]
+    xds_tls_ecdh_curves: Vec<String>,
     /// Datacenter name.
     #[arg(long, default_value = "dc1")]
     datacenter: String,
@@ -293,6 +297,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         xds: XdsConfig {
             tls_mode: cli.xds_tls_mode,
             no_tls_resumption: cli.xds_no_tls_resumption,
+            tls_ecdh_curves: cli.xds_tls_ecdh_curves.clone(),
         },
         ..SimConfig::default()
     };

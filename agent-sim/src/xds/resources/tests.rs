@@ -1,6 +1,7 @@
 //! Shape and naming tests of the built resources (decoded back from their `Any`), and the
 //! fixture the RBAC property test and the Envoy validation test share.
 
+mod bench_tls;
 mod chain;
 mod envoy;
 mod http2;
@@ -10,7 +11,6 @@ mod l7;
 mod l7_prop;
 mod l7_routes;
 mod mesh;
-mod no_resumption;
 mod query;
 mod rbac_prop;
 

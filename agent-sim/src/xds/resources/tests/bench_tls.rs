@@ -1,11 +1,12 @@
-//! The sim-only `no_tls_resumption` render option (benchmarks): off by default; on, it sets
-//! exactly the resumption fields of every TLS context and changes nothing else.
+//! The sim-only benchmark render options `no_tls_resumption` and `tls_ecdh_curves`: off by
+//! default; on, each sets exactly its fields of every TLS context and changes nothing else.
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::core::v3::{TransportSocket, transport_socket::ConfigType};
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
-    DownstreamTlsContext, UpstreamTlsContext, downstream_tls_context::SessionTicketKeysType,
+    CommonTlsContext, DownstreamTlsContext, UpstreamTlsContext,
+    downstream_tls_context::SessionTicketKeysType,
 };
 use envoy_types::pb::google::protobuf::UInt32Value;
 use prost::{Message, Name};
@@ -21,8 +22,13 @@ fn render(c: &Control, tls_mode: TlsMode, no_tls_resumption: bool) -> Resources 
     let cfg = XdsConfig {
         tls_mode,
         no_tls_resumption,
+        ..Default::default()
     };
-    for_proxy(&c.store, "web-sidecar-proxy", &cfg)
+    render_with(c, &cfg)
+}
+
+fn render_with(c: &Control, cfg: &XdsConfig) -> Resources {
+    for_proxy(&c.store, "web-sidecar-proxy", cfg)
         .expect("builds")
         .expect("exists")
         .resources
@@ -68,6 +74,7 @@ fn undo(s: &mut TransportSocket, up: &mut usize, down: &mut usize) {
 #[test]
 fn off_by_default() {
     assert!(!XdsConfig::default().no_tls_resumption);
+    assert!(XdsConfig::default().tls_ecdh_curves.is_empty());
     let c = fixture();
     for mode in [TlsMode::Inline, TlsMode::Sds] {
         let default = XdsConfig {
@@ -113,36 +120,83 @@ fn on_changes_exactly_the_resumption_fields() {
     for mode in [TlsMode::Inline, TlsMode::Sds] {
         let off = render(&c, mode, false);
         let on = render(&c, mode, true);
-        let (mut up, mut down) = (0, 0);
-        for ty in types::UPSERT_ORDER {
-            let names = |r: &Resources| r.of(ty).map(|x| x.name.clone()).collect::<Vec<_>>();
-            assert_eq!(names(&off), names(&on), "{ty} ({mode:?})");
-            for (a, b) in off.of(ty).zip(on.of(ty)) {
-                let undone = match ty {
-                    types::CLUSTER => {
-                        let mut cl: Cluster = decode(&b.any);
-                        for s in cl.transport_socket.iter_mut() {
-                            undo(s, &mut up, &mut down);
-                        }
-                        cl.encode_to_vec()
-                    }
-                    types::LISTENER => {
-                        let mut l: Listener = decode(&b.any);
-                        for fc in &mut l.filter_chains {
-                            if let Some(s) = fc.transport_socket.as_mut() {
-                                undo(s, &mut up, &mut down);
-                            }
-                        }
-                        l.encode_to_vec()
-                    }
-                    _ => b.any.value.clone(),
-                };
-                assert_eq!(undone, a.any.value, "{} ({mode:?})", b.name);
-            }
-        }
+        let (up, down) = same_but(&off, &on, mode, undo);
         // The `db` upstream cluster and the public listener's one chain.
         assert_eq!((up, down), (1, 1), "{mode:?}");
     }
+}
+
+/// Undoes the curves option on one transport socket, counting the contexts it found.
+fn undo_curves(s: &mut TransportSocket, up: &mut usize, down: &mut usize) {
+    let Some(ConfigType::TypedConfig(a)) = s.config_type.as_mut() else {
+        return;
+    };
+    let fix = |c: Option<&mut CommonTlsContext>| {
+        let p = c.and_then(|c| c.tls_params.as_mut()).expect("tls_params");
+        assert_eq!(p.ecdh_curves, ["X25519"]);
+        p.ecdh_curves.clear();
+    };
+    if a.type_url == UpstreamTlsContext::type_url() {
+        let mut ctx: UpstreamTlsContext = decode(a);
+        fix(ctx.common_tls_context.as_mut());
+        *up += 1;
+        *a = any(&ctx);
+    } else if a.type_url == DownstreamTlsContext::type_url() {
+        let mut ctx: DownstreamTlsContext = decode(a);
+        fix(ctx.common_tls_context.as_mut());
+        *down += 1;
+        *a = any(&ctx);
+    }
+}
+
+#[test]
+fn curves_change_exactly_the_ecdh_curves() {
+    let c = fixture();
+    for mode in [TlsMode::Inline, TlsMode::Sds] {
+        let off = render(&c, mode, false);
+        let cfg = XdsConfig {
+            tls_mode: mode,
+            tls_ecdh_curves: vec!["X25519".into()],
+            ..Default::default()
+        };
+        let on = render_with(&c, &cfg);
+        assert_eq!(same_but(&off, &on, mode, undo_curves), (1, 1), "{mode:?}");
+    }
+}
+
+type Undo = fn(&mut TransportSocket, &mut usize, &mut usize);
+
+/// Asserts `on` equals `off` once `undo` has reverted every TLS context of its clusters and
+/// listeners; returns the (upstream, downstream) contexts reverted.
+fn same_but(off: &Resources, on: &Resources, mode: TlsMode, undo: Undo) -> (usize, usize) {
+    let (mut up, mut down) = (0, 0);
+    for ty in types::UPSERT_ORDER {
+        let names = |r: &Resources| r.of(ty).map(|x| x.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(off), names(on), "{ty} ({mode:?})");
+        for (a, b) in off.of(ty).zip(on.of(ty)) {
+            let undone = match ty {
+                types::CLUSTER => {
+                    let mut cl: Cluster = decode(&b.any);
+                    for s in cl.transport_socket.iter_mut() {
+                        undo(s, &mut up, &mut down);
+                    }
+                    cl.encode_to_vec()
+                }
+                types::LISTENER => {
+                    let mut l: Listener = decode(&b.any);
+                    for fc in &mut l.filter_chains {
+                        if let Some(s) = fc.transport_socket.as_mut() {
+                            undo(s, &mut up, &mut down);
+                        }
+                    }
+                    l.encode_to_vec()
+                }
+                _ => b.any.value.clone(),
+            };
+            assert_eq!(undone, a.any.value, "{} ({mode:?})", b.name);
+        }
+    }
+    (up, down)
 }
 
 #[test]
@@ -150,9 +204,14 @@ fn on_changes_exactly_the_resumption_fields() {
     missing_envoy,
     ignore = "needs Envoy 1.40: run scripts/install-envoy.sh or set ENVOY_BIN (CONFORMANCE_REQUIRE_ENVOY=1 makes it a failure)"
 )]
-fn envoy_accepts_no_resumption_with_tls13() {
+fn envoy_accepts_no_resumption_and_x25519_with_tls13() {
     let c = fixture();
     for mode in [TlsMode::Inline, TlsMode::Sds] {
-        validate("no TLS resumption", &render(&c, mode, true)).expect("envoy accepts");
+        let cfg = XdsConfig {
+            tls_mode: mode,
+            no_tls_resumption: true,
+            tls_ecdh_curves: vec!["X25519".into()],
+        };
+        validate("bench TLS options", &render_with(&c, &cfg)).expect("envoy accepts");
     }
 }
