@@ -76,6 +76,23 @@ impl Builder {
         self
     }
 
+    /// Not Consul's rendering, for benchmarks: xDS TLS contexts with session resumption off
+    /// (see [`crate::xds::XdsConfig::no_tls_resumption`]).
+    pub fn xds_no_tls_resumption(mut self, on: bool) -> Self {
+        self.cfg.xds.no_tls_resumption = on;
+        self
+    }
+
+    /// Not Consul's rendering, for benchmarks: `tls_params.ecdh_curves` of every xDS TLS
+    /// context (see [`crate::xds::XdsConfig::tls_ecdh_curves`]).
+    pub fn xds_tls_ecdh_curves<S: Into<String>>(
+        mut self,
+        curves: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.cfg.xds.tls_ecdh_curves = curves.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Datacenter name.
     pub fn datacenter(mut self, dc: impl Into<String>) -> Self {
         self.cfg.datacenter = dc.into();

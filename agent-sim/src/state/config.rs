@@ -137,4 +137,13 @@ impl std::str::FromStr for TlsMode {
 pub struct XdsConfig {
     /// Inline certificates or SDS secrets.
     pub tls_mode: TlsMode,
+    /// Not Consul's rendering, for benchmarks only (off by default; Consul has no such setting):
+    /// every `DownstreamTlsContext` gets `disable_stateless_session_resumption` and
+    /// `disable_stateful_session_resumption`, every `UpstreamTlsContext` `max_session_keys: 0`, so
+    /// every handshake on the mesh hop is a full one.
+    pub no_tls_resumption: bool,
+    /// Not Consul's rendering, for benchmarks only (empty by default; Consul has no such
+    /// setting): when set, `tls_params.ecdh_curves` of every TLS context (e.g. `["X25519"]`, so
+    /// Envoy does not offer its default `X25519MLKEM768` hybrid first).
+    pub tls_ecdh_curves: Vec<String>,
 }

@@ -31,6 +31,7 @@
 //! Not modelled: the virtual DNS listener, peered and sameness-group intention sources, expose paths, escape
 //! hatches.
 
+mod bench_tls;
 mod cluster_policy;
 mod clusters;
 mod endpoints;
@@ -97,32 +98,44 @@ pub(crate) fn for_proxy(
         return Err(BuildError::Unavailable(e));
     }
     Ok(Some(ProxyResources {
-        resources: build(&snap, cfg.tls_mode),
+        resources: build(&snap, cfg),
         refresh_at: leaf.refresh_at,
     }))
 }
 
-/// Every resource of a snapshot, packed and versioned.
-fn build(snap: &snapshot::Snapshot, mode: TlsMode) -> Resources {
+/// Every resource of a snapshot, packed and versioned. With a sim-only benchmark option set
+/// (`no_tls_resumption`, `tls_ecdh_curves`: not Consul's rendering) the TLS contexts are
+/// rewritten by [`bench_tls`] before packing; without one nothing is touched.
+fn build(snap: &snapshot::Snapshot, cfg: &XdsConfig) -> Resources {
+    let mode = cfg.tls_mode;
+    let bench = cfg.no_tls_resumption || !cfg.tls_ecdh_curves.is_empty();
+    let listener = |mut l: envoy_types::pb::envoy::config::listener::v3::Listener| {
+        if bench {
+            bench_tls::listener(cfg, &mut l);
+        }
+        Resource::pack(&l.name, &l)
+    };
     let mut out = Resources::default();
-    let (clusters, eds) = clusters::build(snap);
+    let (mut clusters, eds) = clusters::build(snap);
+    if bench {
+        bench_tls::clusters(cfg, &mut clusters);
+    }
     for c in &clusters {
         out.insert(types::CLUSTER, Resource::pack(&c.name, c));
     }
     for cla in endpoints::build(snap, &eds) {
         out.insert(types::ENDPOINT, Resource::pack(&cla.cluster_name, &cla));
     }
-    let public = listeners::public(snap, mode);
-    out.insert(types::LISTENER, Resource::pack(&public.name, &public));
+    out.insert(types::LISTENER, listener(listeners::public(snap, mode)));
     if let Some((l, routes)) = listeners::outbound(snap) {
-        out.insert(types::LISTENER, Resource::pack(&l.name, &l));
+        out.insert(types::LISTENER, listener(l));
         for r in routes {
             out.insert(types::ROUTE, Resource::pack(&r.name, &r));
         }
     }
     for up in &snap.upstreams {
         if let Some((l, route)) = listeners::upstream(snap, up) {
-            out.insert(types::LISTENER, Resource::pack(&l.name, &l));
+            out.insert(types::LISTENER, listener(l));
             if let Some(r) = route {
                 out.insert(types::ROUTE, Resource::pack(&r.name, &r));
             }

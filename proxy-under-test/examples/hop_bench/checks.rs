@@ -1,9 +1,10 @@
-//! What the benchmark checks besides load: that B's public listener never resumes a TLS session
-//! (a client that would resume is refused a resumption: every handshake on the hop is full), the
-//! counters Envoy keeps of resumed sessions on both ends of its hop, and the time from a
-//! service-router write to the first request that follows the new route on an open keep-alive
-//! connection.
+//! What the benchmark checks besides load: whether B's public listener resumes a TLS session for a
+//! client that offers one (and the version, suite and group it negotiates), the TLS counters
+//! Envoy keeps on both ends of its hop (handshakes, resumed sessions, versions, ciphers, curves),
+//! and the time from a service-router write to the first request that follows the new route on an
+//! open keep-alive connection.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,8 +23,10 @@ use crate::l7::{self, Proto};
 use crate::launch::Deployed;
 use crate::mesh::router;
 
-/// Connects twice to `d`'s TCP B with a client that keeps sessions and offers them; returns the
-/// second handshake's kind (`Full` unless B resumed) and the negotiated cipher suite.
+/// Connects twice to `d`'s TCP B with a client that keeps sessions and offers them (the reference
+/// proxy's own outbound config, so for the reference this is A's side of the hop); returns the
+/// second handshake's kind (`full` unless B resumed), protocol version, cipher suite and key
+/// exchange group.
 pub(crate) async fn second_handshake(c: &Control, d: &Deployed) -> anyhow::Result<String> {
     let id = c.issue_identity(&d.mesh.client.service)?;
     let leaf = Leaf::from_pem(&id.cert_chain_pem, &id.private_key_pem)?;
@@ -37,7 +40,7 @@ pub(crate) async fn second_handshake(c: &Control, d: &Deployed) -> anyhow::Resul
     let mut cfg = (*proxy_under_test::tls::outbound(&leaf, &roots, expected)?).clone();
     cfg.resumption = Resumption::in_memory_sessions(64);
     let connector = TlsConnector::from(Arc::new(cfg));
-    let mut kinds = Vec::new();
+    let mut seen = Vec::new();
     for _ in 0..2 {
         let tcp = TcpStream::connect(b.public).await?;
         let name = ServerName::try_from("b.internal.consul")?;
@@ -48,52 +51,101 @@ pub(crate) async fn second_handshake(c: &Control, d: &Deployed) -> anyhow::Resul
         let mut buf = [0u8; 64];
         s.read_exact(&mut buf).await?;
         let conn = s.get_ref().1;
-        kinds.push((
+        let dbg = |v: Option<String>| v.unwrap_or_else(|| "?".into());
+        seen.push((
             conn.handshake_kind(),
-            conn.negotiated_cipher_suite()
-                .map(|cs| format!("{:?}", cs.suite()))
-                .unwrap_or_default(),
+            dbg(conn.protocol_version().map(|v| format!("{v:?}"))),
+            dbg(conn
+                .negotiated_cipher_suite()
+                .map(|cs| format!("{:?}", cs.suite()))),
+            dbg(conn
+                .negotiated_key_exchange_group()
+                .map(|g| format!("{:?}", g.name()))),
         ));
         let _ = s.shutdown().await;
     }
-    let (kind, suite) = &kinds[1];
+    let (kind, version, suite, group) = &seen[1];
     let kind = match kind {
         Some(HandshakeKind::Resumed) => "RESUMED",
         Some(HandshakeKind::Full) => "full",
         Some(HandshakeKind::FullWithHelloRetryRequest) => "full (HRR)",
         None => "unknown",
     };
-    Ok(format!("second handshake {kind}, {suite}"))
+    Ok(format!(
+        "second handshake {kind}, {version}, {suite}, {group}"
+    ))
 }
 
-/// Envoy's `ssl.session_reused` counters summed over A and B, B's listener's `ssl.handshake` and
-/// its TLS 1.2 handshakes (`ssl.versions.TLSv1.2`).
-pub(crate) async fn envoy_resumptions(d: &Deployed) -> anyhow::Result<(u64, u64, u64)> {
-    let mut reused = 0;
-    let mut handshakes = 0;
-    let mut tls12 = 0;
-    for role in ["a", "tcp"] {
+/// TLS counters of one side of an Envoy hop (`ssl.*` stats summed over its contexts).
+#[derive(Debug, Default)]
+pub(crate) struct TlsCounts {
+    pub(crate) handshakes: u64,
+    pub(crate) reused: u64,
+    /// `ssl.versions.*`, `ssl.ciphers.*`, `ssl.curves.*` by name, zeros left out.
+    pub(crate) versions: BTreeMap<String, u64>,
+    pub(crate) ciphers: BTreeMap<String, u64>,
+    pub(crate) curves: BTreeMap<String, u64>,
+}
+
+impl std::fmt::Display for TlsCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |m: &BTreeMap<String, u64>| {
+            let v: Vec<String> = m.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            if v.is_empty() {
+                "none".into()
+            } else {
+                v.join(", ")
+            }
+        };
+        write!(
+            f,
+            "{} handshakes, {} resumed; versions: {}; ciphers: {}; curves: {}",
+            self.handshakes,
+            self.reused,
+            list(&self.versions),
+            list(&self.ciphers),
+            list(&self.curves)
+        )
+    }
+}
+
+/// Envoy's TLS counters of the hop over the run: A's upstream clusters (the client side of every
+/// hop of the kind) and B(tcp)'s public listener (the server side of the L4 hop, the bench's
+/// resumption probe included).
+pub(crate) async fn envoy_tls(d: &Deployed) -> anyhow::Result<(TlsCounts, TlsCounts)> {
+    let mut out = [TlsCounts::default(), TlsCounts::default()];
+    for (i, role, scope) in [(0, "a", "cluster."), (1, "tcp", "listener.")] {
         let Some(admin) = d.admin.get(role) else {
             continue;
         };
         let text = admin_get(*admin, "/stats?filter=ssl").await?;
+        let t = &mut out[i];
         for line in text.lines() {
             let Some((name, v)) = line.split_once(": ") else {
                 continue;
             };
             let v: u64 = v.trim().parse().unwrap_or(0);
-            // Handshakes as B's public listener counts them (A's cluster counts the same ones).
-            let counted = role == "tcp" && name.starts_with("listener.");
-            if name.ends_with(".ssl.session_reused") {
-                reused += v;
-            } else if counted && name.ends_with(".ssl.handshake") {
-                handshakes += v;
-            } else if counted && name.ends_with(".ssl.versions.TLSv1.2") {
-                tls12 += v;
+            let Some((_, stat)) = name.split_once(".ssl.").filter(|_| name.starts_with(scope))
+            else {
+                continue;
+            };
+            let put = |m: &mut BTreeMap<String, u64>, k: &str| {
+                if v > 0 {
+                    *m.entry(k.to_owned()).or_default() += v;
+                }
+            };
+            match stat.split_once('.') {
+                None if stat == "handshake" => t.handshakes += v,
+                None if stat == "session_reused" => t.reused += v,
+                Some(("versions", k)) => put(&mut t.versions, k),
+                Some(("ciphers", k)) => put(&mut t.ciphers, k),
+                Some(("curves", k)) => put(&mut t.curves, k),
+                _ => {}
             }
         }
     }
-    Ok((reused, handshakes, tls12))
+    let [a, b] = out;
+    Ok((a, b))
 }
 
 async fn admin_get(addr: SocketAddr, path: &str) -> anyhow::Result<String> {

@@ -30,6 +30,18 @@ pub(crate) enum Driver {
     Envoy { bin: PathBuf, concurrency: u32 },
 }
 
+/// Which control plane a kind is configured by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Plane {
+    /// agent-sim as Consul renders it, no `mesh` entry (Envoy's upstream contexts: TLS 1.2 at
+    /// most, sessions resumed).
+    Consul,
+    /// A second agent-sim: a `mesh` entry pinning TLS 1.3 both ways (Consul's own setting) and the
+    /// sim-only `xds_no_tls_resumption` render option (not Consul's rendering): every hop
+    /// handshake a full TLS 1.3 one, the comparison.
+    Full,
+}
+
 /// A proxy kind under test.
 #[derive(Debug, Clone)]
 pub(crate) struct Kind {
@@ -37,6 +49,7 @@ pub(crate) struct Kind {
     /// Service-name suffix.
     pub(crate) key: String,
     pub(crate) driver: Driver,
+    pub(crate) plane: Plane,
 }
 
 impl Kind {
@@ -152,7 +165,22 @@ pub(crate) async fn deploy(
     }
     wait_path(&mut d, "api-h1", e["api"]).await?;
     wait_path(&mut d, "api-h2", e["api"]).await?;
+    // `/probe` reaches v1 only: the split must reach v2 too before any load runs.
+    wait_path(&mut d, "split", e["api"]).await?;
     Ok(d)
+}
+
+/// Both `v1` and `v2` answer `/bench` (the 50/50 split) within 40 requests on one connection.
+async fn both_subsets(addr: SocketAddr) -> anyhow::Result<()> {
+    let c = l7::connect(addr, Proto::H1).await?;
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..40 {
+        seen.insert(l7::request(&c, Proto::H1, "/bench").await?);
+        if seen.contains("v1") && seen.contains("v2") {
+            return Ok(());
+        }
+    }
+    bail!("the split answered only from {seen:?}")
 }
 
 /// One working request (or echo) through `addr`, retried for 30 s.
@@ -162,6 +190,7 @@ async fn wait_path(d: &mut Deployed, what: &str, addr: SocketAddr) -> anyhow::Re
         let attempt = async {
             match what {
                 "tcp" => l4::one_connection(addr).await,
+                "split" => both_subsets(addr).await,
                 w => {
                     let (proto, path) = match w {
                         "h1" => (Proto::H1, "/bench"),

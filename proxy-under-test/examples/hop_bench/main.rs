@@ -3,7 +3,10 @@
 //! client -> A (upstream listener) -> mTLS -> B (public listener) -> app, plain loopback to the
 //! same apps as the ceiling. agent-sim runs in this process as the control plane (HTTP API for the
 //! reference proxy, xDS for Envoy, certificates for both); the apps run in a child process; the
-//! load generator (tokio + hyper) here. Interleaved rounds, medians, same-round ratios, CPU
+//! load generator (tokio + hyper) here. Two Envoy variants: `envoy-full` (the hop pinned to
+//! TLS 1.3 by a `mesh` entry, resumption off by agent-sim's sim-only render option: the issue's
+//! comparison, which the targets are checked against) and `envoy-consul` (as Consul renders it:
+//! TLS 1.2 on the hop, sessions resumed). Interleaved rounds, medians, same-round ratios, CPU
 //! seconds of each pair from `/proc/<pid>/stat`, peak RSS (`VmHWM`). Prints Markdown.
 //!
 //! `cargo run --release -p proxy-under-test --example hop_bench -- [--quick]` (see `--help`).
@@ -25,19 +28,19 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Parser;
 
-use crate::launch::{Driver, Kind};
+use crate::launch::{Driver, Kind, Plane};
 
 /// One mTLS hop between two sidecars: the reference proxy against Envoy, separate processes.
 #[derive(Debug, Parser)]
 #[command(name = "hop_bench")]
 pub(crate) struct Args {
-    /// Short run (3 rounds of 0.5 s phases, 4 router changes): a few minutes in all.
+    /// Short run (3 rounds of 0.4 s phases, 4 router changes): about a minute and a half.
     #[arg(long)]
     pub(crate) quick: bool,
     /// Interleaved rounds (default 5; 3 with --quick).
     #[arg(long)]
     pub(crate) rounds: Option<usize>,
-    /// Milliseconds per phase and path in each round (default 1500; 500 with --quick).
+    /// Milliseconds per phase and path in each round (default 1200; 400 with --quick).
     #[arg(long)]
     pub(crate) phase_ms: Option<u64>,
     /// Router changes timed per proxy (default 8; 4 with --quick).
@@ -54,13 +57,21 @@ pub(crate) struct Args {
     /// The Envoy binary (default: the workspace's `.tools/envoy-1.40.0/envoy/_bin/envoy`).
     #[arg(long, env = "ENVOY_BIN")]
     pub(crate) envoy: Option<PathBuf>,
-    /// Envoy's `--concurrency`.
+    /// Envoy's `--concurrency` (both Envoy variants).
     #[arg(long, default_value_t = 1)]
     pub(crate) envoy_concurrency: u32,
+    /// Leave out `envoy-consul` (Envoy as Consul renders it: the hop at TLS 1.2 with resumed
+    /// sessions) and run only `envoy-full` (TLS 1.3, full handshakes: the comparison).
+    #[arg(long)]
+    pub(crate) no_envoy_consul: bool,
     /// Only the phases whose name contains this (`L4 throughput`, `L4 round trip`,
     /// `L4 new connections`, `HTTP/1.1`, `HTTP/2`, `gRPC`, `router`).
     #[arg(long)]
     pub(crate) only: Option<String>,
+    /// Keep every sidecar's log and Envoy bootstrap in this directory (default: a temporary
+    /// directory, removed at the end).
+    #[arg(long)]
+    pub(crate) logs: Option<PathBuf>,
     /// Give up (and end every process) after this many minutes.
     #[arg(long, default_value_t = 20)]
     pub(crate) max_minutes: u64,
@@ -120,6 +131,7 @@ fn kinds(args: &Args) -> anyhow::Result<Vec<Kind>> {
             bin: ref_bin(args)?,
             env: Vec::new(),
         },
+        plane: Plane::Consul,
     }];
     for (i, spec) in args.also.iter().enumerate() {
         let (label, rest) = spec
@@ -141,6 +153,7 @@ fn kinds(args: &Args) -> anyhow::Result<Vec<Kind>> {
             label: label.to_owned(),
             key: format!("r{}", i + 1),
             driver: Driver::Ref { bin, env },
+            plane: Plane::Consul,
         });
     }
     let envoy = args
@@ -148,14 +161,25 @@ fn kinds(args: &Args) -> anyhow::Result<Vec<Kind>> {
         .clone()
         .unwrap_or_else(|| workspace().join(".tools/envoy-1.40.0/envoy/_bin/envoy"));
     if envoy.is_file() {
+        let driver = Driver::Envoy {
+            bin: envoy,
+            concurrency: args.envoy_concurrency,
+        };
+        // The comparison first: its ratios carry the targets.
         v.push(Kind {
-            label: "Envoy".into(),
-            key: "e".into(),
-            driver: Driver::Envoy {
-                bin: envoy,
-                concurrency: args.envoy_concurrency,
-            },
+            label: "envoy-full".into(),
+            key: "f".into(),
+            driver: driver.clone(),
+            plane: Plane::Full,
         });
+        if !args.no_envoy_consul {
+            v.push(Kind {
+                label: "envoy-consul".into(),
+                key: "e".into(),
+                driver,
+                plane: Plane::Consul,
+            });
+        }
     } else {
         eprintln!(
             "no Envoy at {} (scripts/install-envoy.sh, or --envoy PATH): no Envoy column",

@@ -1,6 +1,8 @@
-//! The control plane (an in-process agent-sim: HTTP API for the reference proxy, xDS for Envoy,
-//! the CA for both) and what every proxy kind is registered as. Each kind gets its own services
-//! (suffix `-<key>`), so no proxy ever routes to another kind's sidecar:
+//! The control planes (in-process agent-sims, one as Consul renders and one for the issue's
+//! TLS 1.3 full-handshake comparison, see [`start_sim`]; each serves the HTTP API for the
+//! reference proxy, xDS for Envoy, the CA for both) and what every proxy kind is registered as.
+//! Each kind gets its own services (suffix `-<key>`), so no proxy ever routes to another kind's
+//! sidecar:
 //!
 //! - `tcp-K` (protocol tcp), `h1-K` (`http`), `h2-K` (`http2`), `grpc-K` (`grpc`): one instance
 //!   each, its sidecar's public listener is "B";
@@ -46,14 +48,28 @@ pub(crate) fn free_addr() -> anyhow::Result<SocketAddr> {
     Ok(StdListener::bind("127.0.0.1:0")?.local_addr()?)
 }
 
-/// Starts the sim: HTTP and gRPC on loopback, no health checks run.
-pub(crate) async fn start_sim() -> anyhow::Result<Listening> {
-    AgentSim::builder()
+/// Starts a sim: HTTP and gRPC on loopback, no health checks run. `full`: the plane of the
+/// issue's comparison, a `mesh` entry with TLS 1.3 as floor and ceiling both ways (as an operator
+/// would write it to Consul; both set, so Envoy's client default ceiling of TLS 1.2 cannot sit
+/// under the floor) and the sim-only render options (not Consul's rendering; Consul has no
+/// setting for either) `xds_no_tls_resumption` and `xds_tls_ecdh_curves = [X25519]` (Envoy 1.40
+/// otherwise offers and prefers the `X25519MLKEM768` hybrid; the table says x25519).
+pub(crate) async fn start_sim(full: bool) -> anyhow::Result<Listening> {
+    let sim = AgentSim::builder()
         .grpc_bind(SocketAddr::from(([127, 0, 0, 1], 0)))
         .run_checks(false)
+        .xds_no_tls_resumption(full)
+        .xds_tls_ecdh_curves(if full { vec!["X25519"] } else { vec![] })
         .start()
         .await
-        .context("agent-sim")
+        .context("agent-sim")?;
+    if full {
+        let v13 = json!({"TLSMinVersion": "TLSv1_3", "TLSMaxVersion": "TLSv1_3"});
+        sim.control().upsert_config_entry(
+            &json!({"Kind": "mesh", "TLS": {"Incoming": v13, "Outgoing": v13}}),
+        )?;
+    }
+    Ok(sim)
 }
 
 /// The router for `api-K`, sending `/probe` to `probe_subset`.

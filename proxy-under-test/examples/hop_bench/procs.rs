@@ -17,6 +17,7 @@ pub(crate) struct Proc {
     pub(crate) name: String,
     pub(crate) pid: u32,
     child: Child,
+    log: Option<std::path::PathBuf>,
 }
 
 impl Proc {
@@ -38,6 +39,7 @@ impl Proc {
             name: name.to_owned(),
             pid,
             child,
+            log: log.map(Path::to_path_buf),
         })
     }
 
@@ -46,10 +48,20 @@ impl Proc {
         self.child.stdout.take()
     }
 
-    /// Fails when the child has already exited (a proxy that refused its configuration).
+    /// Fails when the child has already exited (a proxy that refused its configuration), with
+    /// the last lines of its log.
     pub(crate) fn check_alive(&mut self) -> anyhow::Result<()> {
         match self.child.try_wait()? {
-            Some(status) => anyhow::bail!("{} exited: {status}", self.name),
+            Some(status) => {
+                let text = self
+                    .log
+                    .as_ref()
+                    .and_then(|l| std::fs::read_to_string(l).ok())
+                    .unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = lines[lines.len().saturating_sub(8)..].join("\n");
+                anyhow::bail!("{} exited: {status}; its log ends:\n{tail}", self.name)
+            }
             None => Ok(()),
         }
     }

@@ -8,7 +8,7 @@ use anyhow::Context;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::apps::AppPorts;
-use crate::launch::{Deployed, Driver, Kind, deploy};
+use crate::launch::{Deployed, Driver, Kind, Plane, deploy};
 use crate::rounds::Path;
 use crate::sheet::{Sheet, median};
 use crate::{Args, checks, mesh, procs, rounds};
@@ -43,31 +43,49 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
     let (rounds_n, phase, changes) = if args.quick {
         (
             args.rounds.unwrap_or(3),
-            args.phase_ms.unwrap_or(500),
+            args.phase_ms.unwrap_or(400),
             args.changes.unwrap_or(4),
         )
     } else {
         (
             args.rounds.unwrap_or(5),
-            args.phase_ms.unwrap_or(1500),
+            args.phase_ms.unwrap_or(1200),
             args.changes.unwrap_or(8),
         )
     };
     let load_start = procs::load_average();
     let t_start = Instant::now();
     let (_apps, ports) = start_apps().await?;
-    let sim = mesh::start_sim().await?;
-    let c = sim.control().clone();
-    let dir = tempfile::tempdir()?;
+    // One sim per plane: the `mesh` entry and the render option are sim-wide.
+    let sim = mesh::start_sim(false).await?;
+    let sim_full = if kinds.iter().any(|k| k.plane == Plane::Full) {
+        Some(mesh::start_sim(true).await?)
+    } else {
+        None
+    };
+    let plane = |p: Plane| match (p, &sim_full) {
+        (Plane::Full, Some(s)) => s,
+        _ => &sim,
+    };
+    let tmp = tempfile::tempdir()?;
+    let dir = match &args.logs {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            d.clone()
+        }
+        None => tmp.path().to_path_buf(),
+    };
     let mut deployed: Vec<Deployed> = Vec::new();
     for k in &kinds {
-        let m = mesh::register(&c, &k.key, ports)?;
+        let s = plane(k.plane);
+        let m = mesh::register(s.control(), &k.key, ports)?;
         eprintln!("starting {} ...", k.label);
-        deployed.push(deploy(k.clone(), m, &sim, dir.path()).await?);
+        deployed.push(deploy(k.clone(), m, s, &dir).await?);
     }
     let mut handshakes = Vec::new();
     for d in &deployed {
-        handshakes.push((d.kind.label.clone(), checks::second_handshake(&c, d).await?));
+        let c = plane(d.kind.plane).control();
+        handshakes.push((d.kind.label.clone(), checks::second_handshake(c, d).await?));
     }
 
     let plain = Path {
@@ -113,14 +131,23 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
         let pair = d.a.peak_rss_mib() + d.b["tcp"].peak_rss_mib();
         sheet.add("peak RSS A + B(tcp), MiB", None, 1, i + 1, pair);
     }
-    let mut resumed = Vec::new();
+    let mut envoy_tls = Vec::new();
     for d in deployed.iter().filter(|d| d.kind.is_envoy()) {
-        resumed.push((d.kind.label.clone(), checks::envoy_resumptions(d).await?));
+        envoy_tls.push((d.kind.clone(), checks::envoy_tls(d).await?));
     }
+    // Router changes time xDS delivery, which the TLS plane does not change: envoy-full is left
+    // out when envoy-consul runs (a bounded run).
+    let consul_envoy = kinds
+        .iter()
+        .any(|k| k.is_envoy() && k.plane == Plane::Consul);
     let mut change_rows = Vec::new();
     for d in &deployed {
+        if d.kind.is_envoy() && d.kind.plane == Plane::Full && consul_envoy {
+            continue;
+        }
         eprintln!("router changes: {}", d.kind.label);
-        let t = checks::router_changes(&c, d, changes).await?;
+        let c = plane(d.kind.plane).control();
+        let t = checks::router_changes(c, d, changes).await?;
         change_rows.push((d.kind.label.clone(), t));
     }
     let load_end = procs::load_average();
@@ -133,7 +160,11 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
     );
     if let Some(v) = envoy_version(&kinds) {
         println!(
-            "- Envoy: `{v}`, `--concurrency {}`, configured by agent-sim's xDS",
+            "- Envoy: `{v}`, `--concurrency {}`, configured by agent-sim's xDS; `envoy-full`: a \
+             `mesh` entry with TLS 1.3 as floor and ceiling both ways and agent-sim's sim-only \
+             `xds_no_tls_resumption` and `xds_tls_ecdh_curves` X25519 (not Consul's rendering), \
+             the issue's comparison and the targets' base; `envoy-consul`: as Consul renders it \
+             (no `mesh` entry)",
             args.envoy_concurrency
         );
     }
@@ -146,21 +177,41 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
         "- {rounds_n} interleaved rounds, {phase} ms per phase and path; medians over rounds; \
          ratios are medians of same-round ratios\n"
     );
-    let base = deployed
-        .iter()
-        .position(Deployed::is_envoy_kind)
-        .map(|i| i + 1);
-    let compared: Vec<usize> = (1..paths.len()).filter(|i| Some(*i) != base).collect();
-    println!("{}", sheet.markdown(&compared, base));
-    println!("TLS on B's public listener, a client offering resumption:");
+    // Envoy paths in kind order (envoy-full first: the targets' base).
+    let bases: Vec<usize> = (0..deployed.len())
+        .filter(|&i| deployed[i].is_envoy_kind())
+        .map(|i| i + 1)
+        .collect();
+    let compared: Vec<usize> = (1..paths.len()).filter(|i| !bases.contains(i)).collect();
+    println!("{}", sheet.markdown(&compared, &bases));
+    println!(
+        "TLS on B's public listener, probed by the reference proxy's outbound TLS config with \
+         resumption turned on (two connections; the second's handshake):"
+    );
     for (label, h) in &handshakes {
         println!("- {label}: {h}");
     }
-    for (label, (reused, hs, tls12)) in &resumed {
-        println!(
-            "- {label}: over the run, B's public listener counted {hs} handshakes ({tls12} of them \
-             TLS 1.2); A and B counted {reused} resumed sessions"
-        );
+    println!("\nEnvoy's own TLS counters over the run:");
+    for (k, (a, b)) in &envoy_tls {
+        println!("- {}: A's upstream clusters: {a}", k.label);
+        println!("- {}: B(tcp)'s public listener: {b}", k.label);
+        let not13 = a
+            .versions
+            .keys()
+            .chain(b.versions.keys())
+            .any(|v| v != "TLSv1.3");
+        let not_x25519 = a
+            .curves
+            .keys()
+            .chain(b.curves.keys())
+            .any(|c| c != "X25519");
+        if k.plane == Plane::Full && (a.reused + b.reused > 0 || not13 || not_x25519) {
+            println!(
+                "- **{}: the hop resumed sessions or negotiated something other than TLS 1.3 \
+                 with X25519: not the issue's comparison**",
+                k.label
+            );
+        }
     }
     println!(
         "\nAnswers on the router+splitter path (`/bench` falls through to the 50/50 splitter):"
@@ -179,6 +230,7 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
     }
     drop(paths);
     drop(deployed);
+    drop(sim_full);
     drop(sim);
     Ok(())
 }

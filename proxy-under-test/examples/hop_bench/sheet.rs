@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-/// A target on a same-run ratio (reference / Envoy).
+/// A target on a same-run ratio (reference / Envoy, the comparison: `envoy-full`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Target {
     AtLeast(f64),
@@ -129,21 +129,25 @@ impl Sheet {
         median(&r)
     }
 
-    /// The table: medians per path, then for each path in `compared` its same-round ratio to
-    /// `base` (Envoy) and, for the first, whether the target is met.
-    pub(crate) fn markdown(&self, compared: &[usize], base: Option<usize>) -> String {
+    /// The table: medians per path, then for each base (Envoy variants; the first carries the
+    /// target) each path of `compared`'s same-round ratio to it and whether the first compared
+    /// path meets the target against it.
+    pub(crate) fn markdown(&self, compared: &[usize], bases: &[usize]) -> String {
         let mut s = String::from("| figure |");
         for p in &self.paths {
             let _ = write!(s, " {p} |");
         }
-        if let Some(b) = base {
+        for (j, &b) in bases.iter().enumerate() {
             for &c in compared {
                 let _ = write!(s, " {} / {} |", self.paths[c], self.paths[b]);
             }
-            s.push_str(" target | met |");
+            if j == 0 {
+                s.push_str(" target |");
+            }
+            let _ = write!(s, " met vs {} |", self.paths[b]);
         }
         s.push_str("\n|---|");
-        let extra = base.map_or(0, |_| compared.len() + 2);
+        let extra = bases.len() * (compared.len() + 1) + usize::from(!bases.is_empty());
         for _ in 0..self.paths.len() + extra {
             s.push_str("---:|");
         }
@@ -153,24 +157,28 @@ impl Sheet {
             for v in &row.values {
                 let _ = write!(s, " {} |", fmt(median(v), row.decimals));
             }
-            if let Some(b) = base {
+            for (j, &b) in bases.iter().enumerate() {
                 for &c in compared {
                     let _ = write!(s, " {} |", fmt(Self::ratio(row, c, b), 2));
                 }
-                match (row.target, compared.first()) {
+                if j == 0 {
+                    let t = row.target.map(Target::text).unwrap_or_default();
+                    let _ = write!(s, " {t} |");
+                }
+                let met = match (row.target, compared.first()) {
                     (Some(t), Some(&c)) => {
                         let r = Self::ratio(row, c, b);
-                        let met = if !r.is_finite() {
+                        if !r.is_finite() {
                             "–"
                         } else if t.met(r) {
                             "yes"
                         } else {
                             "**no**"
-                        };
-                        let _ = write!(s, " {} | {met} |", t.text());
+                        }
                     }
-                    _ => s.push_str(" | |"),
-                }
+                    _ => "",
+                };
+                let _ = write!(s, " {met} |");
             }
             s.push('\n');
         }

@@ -43,6 +43,14 @@ struct Cli {
     /// the SDS change) or `sds` secrets `connect-leaf`/`connect-root` (newest Consul).
     #[arg(long, default_value = "inline", value_name = "MODE", value_parser = tls_mode)]
     xds_tls_mode: TlsMode,
+    /// Not Consul's rendering, for benchmarks: session resumption off in every xDS TLS context
+    /// (`disable_stateless/stateful_session_resumption`, `max_session_keys: 0`).
+    #[arg(long)]
+    xds_no_tls_resumption: bool,
+    /// Not Consul's rendering, for benchmarks: `tls_params.ecdh_curves` of every xDS TLS context
+    /// (comma-separated, e.g. `X25519`).
+    #[arg(long, value_delimiter = ',', value_name = "CURVE,...")]
+    xds_tls_ecdh_curves: Vec<String>,
     /// Datacenter name.
     #[arg(long, default_value = "dc1")]
     datacenter: String,
@@ -288,6 +296,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         grpc_bind: cli.grpc_listen.0,
         xds: XdsConfig {
             tls_mode: cli.xds_tls_mode,
+            no_tls_resumption: cli.xds_no_tls_resumption,
+            tls_ecdh_curves: cli.xds_tls_ecdh_curves.clone(),
         },
         ..SimConfig::default()
     };
@@ -319,8 +329,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if let Some(g) = sim.grpc_addr() {
         println!(
-            "xDS (gRPC, delta ADS) on {g}, TLS {}",
-            cli.xds_tls_mode.as_str()
+            "xDS (gRPC, delta ADS) on {g}, TLS {}{}",
+            cli.xds_tls_mode.as_str(),
+            if cli.xds_no_tls_resumption {
+                ", TLS resumption off (sim-only, not Consul's rendering)"
+            } else {
+                ""
+            }
         );
     }
     println!("trust domain {}", sim.control().trust_domain());

@@ -1,6 +1,7 @@
 //! Shape and naming tests of the built resources (decoded back from their `Any`), and the
 //! fixture the RBAC property test and the Envoy validation test share.
 
+mod bench_tls;
 mod chain;
 mod envoy;
 mod http2;
@@ -69,9 +70,16 @@ pub(super) fn proxy(c: &Control, svc: &str, port: u16) {
 }
 
 pub(super) fn build(c: &Control, mode: TlsMode) -> ProxyResources {
-    for_proxy(&c.store, "web-sidecar-proxy", &XdsConfig { tls_mode: mode })
-        .expect("builds")
-        .expect("proxy exists")
+    for_proxy(
+        &c.store,
+        "web-sidecar-proxy",
+        &XdsConfig {
+            tls_mode: mode,
+            ..Default::default()
+        },
+    )
+    .expect("builds")
+    .expect("proxy exists")
 }
 
 pub(super) fn decode<M: Message + Default>(any: &Any) -> M {

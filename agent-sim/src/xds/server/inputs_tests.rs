@@ -26,6 +26,7 @@ fn source(c: &Control) -> StoreSource {
         store: c.store.clone(),
         cfg: XdsConfig {
             tls_mode: TlsMode::Inline,
+            ..Default::default()
         },
     }
 }

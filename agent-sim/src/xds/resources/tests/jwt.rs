@@ -179,6 +179,7 @@ fn an_unknown_provider_fails_the_build() {
         "web-sidecar-proxy",
         &XdsConfig {
             tls_mode: TlsMode::Inline,
+            ..Default::default()
         },
     )
     .unwrap_err();

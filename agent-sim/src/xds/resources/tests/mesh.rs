@@ -171,6 +171,7 @@ fn build_tweb(c: &Control) -> types::Resources {
         "tweb-sidecar-proxy",
         &types::XdsConfig {
             tls_mode: TlsMode::Inline,
+            ..Default::default()
         },
     )
     .expect("builds")

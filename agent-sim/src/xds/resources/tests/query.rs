@@ -26,10 +26,17 @@ fn sim_with_query() -> Control {
 }
 
 fn resources(c: &Control, mode: TlsMode) -> Resources {
-    for_proxy(&c.store, "web-sidecar-proxy", &XdsConfig { tls_mode: mode })
-        .expect("builds")
-        .expect("proxy exists")
-        .resources
+    for_proxy(
+        &c.store,
+        "web-sidecar-proxy",
+        &XdsConfig {
+            tls_mode: mode,
+            ..Default::default()
+        },
+    )
+    .expect("builds")
+    .expect("proxy exists")
+    .resources
 }
 
 #[test]
