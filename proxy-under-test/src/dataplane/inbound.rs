@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustls_pki_types::{CertificateDer, UnixTime};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Instant, timeout};
 
@@ -249,6 +249,13 @@ async fn handle(
         }
         Ok(Ok(s)) => s,
     };
+    tracing::debug!(
+        peer = %addr,
+        version = ?stream.protocol_version(),
+        suite = ?stream.negotiated_cipher_suite().suite(),
+        alpn = ?stream.alpn_protocol().map(String::from_utf8_lossy),
+        "inbound TLS session established"
+    );
     let chain: Vec<CertificateDer<'static>> = stream
         .peer_certificates()
         .map(<[_]>::to_vec)
@@ -318,7 +325,7 @@ async fn splice<A>(
     snap: &Snapshot,
     shared: &Shared,
 ) where
-    A: AsyncRead + AsyncWrite + Unpin + Send,
+    A: session::SlotRead + Send,
 {
     let copy = session::relay(&mut tls, &mut app);
     let end = supervise(shared, peer, &snap.knobs, true, copy).await;

@@ -150,7 +150,7 @@ pub(crate) async fn handle<S>(
     shared: Arc<Shared>,
     source: Option<SocketAddr>,
 ) where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: session::SlotRead + Send + 'static,
 {
     let _guard = shared.track();
     shared.metrics.accepted(false);
@@ -179,7 +179,7 @@ pub(crate) async fn serve<C>(
     up: &Upstream,
     cands: &[(&Target, &Endpoint)],
 ) where
-    C: AsyncRead + AsyncWrite + Unpin + Send,
+    C: session::SlotRead + Send,
 {
     let name = &up.name;
     let timeout = snap
@@ -216,7 +216,7 @@ pub(crate) async fn serve<C>(
 /// data plane is killed.
 pub(crate) async fn splice_tls<C>(shared: &Shared, tcp: &mut C, remote: &mut TlsStream<Wire>)
 where
-    C: AsyncRead + AsyncWrite + Unpin,
+    C: session::SlotRead,
 {
     let mut kill = shared.kill.clone();
     tokio::select! {

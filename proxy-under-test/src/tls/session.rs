@@ -22,13 +22,15 @@ use rustls::server::ServerConnectionData;
 use rustls::{ConnectionTrafficSecrets, ProtocolVersion, SupportedCipherSuite};
 use rustls_pki_types::CertificateDer;
 
-pub(crate) use self::handshake::{accept, accept_alpn_lenient, connect};
-pub(crate) use self::relay::relay;
+#[cfg(test)]
+pub(crate) use self::handshake::accept;
+pub(crate) use self::handshake::{accept_alpn_lenient, connect};
+pub(crate) use self::relay::{SlotRead, relay};
 pub(crate) use self::stream::TlsStream;
 
 /// Errors of the record layer after the handshake (machine names: [`SessionError::name`]).
 #[derive(Debug, thiserror::Error)]
-pub enum SessionError {
+pub(crate) enum SessionError {
     /// A record failed authentication.
     #[error("bad record MAC")]
     BadRecordMac,
@@ -60,7 +62,7 @@ pub enum SessionError {
 
 impl SessionError {
     /// Stable machine name, for logs and tests.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Self::BadRecordMac => "bad_record_mac",
             Self::RecordOverflow(_) => "record_overflow",
@@ -74,13 +76,13 @@ impl SessionError {
         }
     }
 
-    /// As an I/O error (truncation is `UnexpectedEof`, as with rustls).
+    /// As an I/O error, message and machine name (truncation is `UnexpectedEof`, as with rustls).
     pub(crate) fn to_io(&self) -> io::Error {
         let kind = match self {
             Self::Truncated => io::ErrorKind::UnexpectedEof,
             _ => io::ErrorKind::InvalidData,
         };
-        io::Error::new(kind, self.to_string())
+        io::Error::new(kind, format!("{self} ({})", self.name()))
     }
 }
 

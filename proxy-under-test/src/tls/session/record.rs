@@ -23,7 +23,6 @@ const GCM_EXPLICIT: usize = 8;
 
 /// Record content types.
 pub(crate) mod content {
-    pub(crate) const CHANGE_CIPHER_SPEC: u8 = 20;
     pub(crate) const ALERT: u8 = 21;
     pub(crate) const HANDSHAKE: u8 = 22;
     pub(crate) const APPLICATION_DATA: u8 = 23;
@@ -227,6 +226,11 @@ impl Sealer {
     /// Whether only one record (a KeyUpdate) is left before the confidentiality limit.
     pub(crate) fn at_limit(&self) -> bool {
         self.keys.seq.saturating_add(1) >= self.limit
+    }
+
+    /// Whether fewer than `n` records are left before the confidentiality limit.
+    pub(crate) fn at_limit_within(&self, n: u64) -> bool {
+        self.keys.seq.saturating_add(n) >= self.limit
     }
 
     /// Test only: a lower confidentiality limit, `records` from now.

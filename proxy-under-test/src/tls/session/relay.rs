@@ -7,16 +7,59 @@
 //! close_notify and shuts the socket's write half), the relay when both have.
 
 use std::future::poll_fn;
-use std::io::{self, IoSlice};
+use std::io::{self, IoSlice, IoSliceMut};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpStream, UnixStream};
 
 use super::stream::TlsStream;
 
 /// Plaintext records written in one vectored write at most.
 const MAX_SLICES: usize = 64;
+
+/// A plain socket the relay reads plaintext from straight into record slots: one vectored
+/// read (`readv`) fills several where the socket type has it, else one slot per read.
+pub(crate) trait SlotRead: AsyncRead + AsyncWrite + Unpin {
+    /// Reads into `slots` in order; bytes read (0: end of stream).
+    fn poll_read_slots(
+        &mut self,
+        cx: &mut Context<'_>,
+        slots: &mut [IoSliceMut<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let Some(first) = slots.first_mut() else {
+            return Poll::Ready(Ok(0));
+        };
+        let mut rb = ReadBuf::new(first);
+        ready!(Pin::new(self).poll_read(cx, &mut rb))?;
+        Poll::Ready(Ok(rb.filled().len()))
+    }
+}
+
+macro_rules! scatter {
+    ($t:ty) => {
+        impl SlotRead for $t {
+            fn poll_read_slots(
+                &mut self,
+                cx: &mut Context<'_>,
+                slots: &mut [IoSliceMut<'_>],
+            ) -> Poll<io::Result<usize>> {
+                loop {
+                    ready!(self.poll_read_ready(cx))?;
+                    match self.try_read_vectored(slots) {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        other => return Poll::Ready(other),
+                    }
+                }
+            }
+        }
+    };
+}
+
+scatter!(TcpStream);
+scatter!(UnixStream);
+impl SlotRead for tokio::io::DuplexStream {}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Dir {
@@ -29,7 +72,7 @@ enum Dir {
 pub(crate) async fn relay<IO, A>(tls: &mut TlsStream<IO>, app: &mut A) -> io::Result<()>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
-    A: AsyncRead + AsyncWrite + Unpin,
+    A: SlotRead,
 {
     let (mut down, mut up) = (Dir::Running, Dir::Running);
     poll_fn(|cx| {
@@ -57,7 +100,7 @@ fn poll_down<IO, A>(
 ) -> Poll<io::Result<()>>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
-    A: AsyncRead + AsyncWrite + Unpin,
+    A: SlotRead,
 {
     loop {
         if *state == Dir::ShuttingDown {
@@ -96,7 +139,7 @@ fn poll_up<IO, A>(
 ) -> Poll<io::Result<()>>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
-    A: AsyncRead + AsyncWrite + Unpin,
+    A: SlotRead,
 {
     loop {
         if tls.tx.pending() {

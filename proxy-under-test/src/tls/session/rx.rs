@@ -69,12 +69,6 @@ impl Rx {
         }
     }
 
-    /// Test only: the opener.
-    #[cfg(test)]
-    pub(crate) fn opener_mut(&mut self) -> &mut Opener {
-        &mut self.opener
-    }
-
     pub(crate) fn has_plain(&self) -> bool {
         !self.plain.is_empty()
     }

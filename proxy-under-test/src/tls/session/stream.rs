@@ -16,7 +16,7 @@ use super::tx::Tx;
 use super::{Kernel, SessionInfo};
 
 /// A TLS connection over `IO` after the handshake.
-pub struct TlsStream<IO> {
+pub(crate) struct TlsStream<IO> {
     pub(super) io: IO,
     pub(super) rx: Rx,
     pub(super) tx: Tx,
@@ -25,28 +25,23 @@ pub struct TlsStream<IO> {
 }
 
 impl<IO> TlsStream<IO> {
-    /// The socket under the session.
-    pub fn get_ref(&self) -> &IO {
-        &self.io
-    }
-
     /// The peer's certificate chain (leaf first), if it presented one.
-    pub fn peer_certificates(&self) -> Option<&[CertificateDer<'static>]> {
+    pub(crate) fn peer_certificates(&self) -> Option<&[CertificateDer<'static>]> {
         self.info.peer_certificates.as_deref()
     }
 
     /// The application protocol selected by ALPN, if any.
-    pub fn alpn_protocol(&self) -> Option<&[u8]> {
+    pub(crate) fn alpn_protocol(&self) -> Option<&[u8]> {
         self.info.alpn.as_deref()
     }
 
     /// The negotiated protocol version.
-    pub fn protocol_version(&self) -> ProtocolVersion {
+    pub(crate) fn protocol_version(&self) -> ProtocolVersion {
         self.info.version
     }
 
     /// The negotiated cipher suite.
-    pub fn negotiated_cipher_suite(&self) -> SupportedCipherSuite {
+    pub(crate) fn negotiated_cipher_suite(&self) -> SupportedCipherSuite {
         self.info.suite
     }
 }

@@ -3,13 +3,14 @@
 //! when the peer asks for one or before the suite's confidentiality limit (TLS 1.2: the
 //! connection ends there instead).
 
-use std::io::{self, IoSlice};
+use std::io::{self, IoSlice, IoSliceMut};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::AsyncWrite;
 
 use super::record::{MAX_PLAINTEXT, Sealer, Version, content};
+use super::relay::SlotRead;
 use super::{Kernel, SessionError};
 
 /// Records per buffer once a transfer is bulk.
@@ -171,9 +172,10 @@ impl Tx {
         Ok(taken)
     }
 
-    /// Reads plaintext from `src` straight into record slots and seals each, until the buffer
-    /// is full or `src` has nothing more now. `Ready(true)`: `src` ended.
-    pub(crate) fn poll_fill_from<R: AsyncRead + Unpin>(
+    /// Reads plaintext from `src` straight into record slots (one vectored read over every
+    /// free slot where `src` has it) and seals each, until the buffer is full or `src` has
+    /// nothing more now. `Ready(true)`: `src` ended.
+    pub(crate) fn poll_fill_from<R: SlotRead>(
         &mut self,
         cx: &mut Context<'_>,
         src: &mut R,
@@ -189,26 +191,53 @@ impl Tx {
                 }
                 self.make_room(self.slot());
             }
-            let room = (self.buf.len() - self.end - self.overhead()).min(MAX_PLAINTEXT);
-            let at = self.end + self.sealer.prefix();
-            let queued = sealed || self.pending();
-            let mut rb = ReadBuf::new(&mut self.buf[at..at + room]);
-            match Pin::new(&mut *src).poll_read(cx, &mut rb) {
+            // Slots of whole records from `end`; only the last may be short. With a KeyUpdate
+            // due at the limit, one slot at a time (the update goes between records).
+            let (slot, prefix, overhead) = (self.slot(), self.sealer.prefix(), self.overhead());
+            let max_slots = if self.sealer.at_limit_within(TX_RECORDS as u64 + 1) {
+                1
+            } else {
+                TX_RECORDS
+            };
+            let mut slots: [IoSliceMut<'_>; TX_RECORDS] =
+                std::array::from_fn(|_| IoSliceMut::new(&mut []));
+            let mut rooms = [0usize; TX_RECORDS];
+            let mut k = 0;
+            for chunk in self.buf[self.end..].chunks_mut(slot).take(max_slots) {
+                if chunk.len() < overhead + 1 {
+                    break;
+                }
+                let room = (chunk.len() - overhead).min(MAX_PLAINTEXT);
+                slots[k] = IoSliceMut::new(&mut chunk[prefix..prefix + room]);
+                rooms[k] = room;
+                k += 1;
+            }
+            let queued = sealed || self.start < self.end;
+            let n = match src.poll_read_slots(cx, &mut slots[..k]) {
                 Poll::Pending if queued => return Poll::Ready(Ok(false)),
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Ready(Ok(())) => {}
-            }
-            let n = rb.filled().len();
+                Poll::Ready(r) => r?,
+            };
+            drop(slots);
             if n == 0 {
                 return Poll::Ready(Ok(true));
             }
-            self.end += self
-                .sealer
-                .seal(content::APPLICATION_DATA, &mut self.buf[self.end..], n)
-                .map_err(|e| e.to_io())?;
+            let mut left = n;
+            let mut filled_all = true;
+            for &room in &rooms[..k] {
+                if left == 0 {
+                    break;
+                }
+                let take = left.min(room);
+                filled_all = take == room;
+                self.end += self
+                    .sealer
+                    .seal(content::APPLICATION_DATA, &mut self.buf[self.end..], take)
+                    .map_err(|e| e.to_io())?;
+                left -= take;
+            }
             sealed = true;
-            if n == room && self.buf.len() < self.slot() * TX_RECORDS {
+            if filled_all && self.buf.len() < self.slot() * TX_RECORDS {
                 self.buf.resize(self.slot() * TX_RECORDS, 0);
             }
         }

@@ -2,6 +2,8 @@
 //! random transfers both ways with random write and read chunking and small socket buffers
 //! (partial records everywhere), each direction half-closed on its own.
 
+use std::future::Future;
+
 use proptest::prelude::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -152,3 +154,49 @@ async fn the_stream_itself_carries_random_transfers_with_random_chunking() {
     assert!(a == up);
     assert!(b == down);
 }
+
+/// A connected loopback TCP pair.
+async fn tcp_pair() -> (tokio::net::TcpStream, tokio::net::TcpStream) {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let (a, b) = tokio::join!(tokio::net::TcpStream::connect(addr), l.accept());
+    (a.unwrap(), b.unwrap().0)
+}
+
+#[tokio::test]
+async fn over_tcp_the_relay_scatters_reads_into_slots_and_updates_keys_at_the_limit() {
+    for suite in [suites()[0], suites()[3]] {
+        let pki = pki(Some(suite), &[]);
+        let (wire_ours, wire_theirs) = tcp_pair().await;
+        let (mut app_relay, app) = tcp_pair().await;
+        let acceptor = tokio_rustls::TlsAcceptor::from(pki.server.clone());
+        let (ours, theirs) = tokio::join!(
+            crate::tls::session::connect(pki.client.clone(), name(), wire_ours),
+            acceptor.accept(wire_theirs)
+        );
+        let (mut ours, theirs) = (ours.unwrap(), theirs.unwrap());
+        if suite.version() == &rustls::version::TLS13 {
+            // Several KeyUpdates inside one transfer, between the scattered slots.
+            ours.tx.sealer_mut().set_limit(7);
+        }
+        let up = random(3_000_000);
+        let down = random(2_000_001);
+        let relayed = async { relay(&mut ours, &mut app_relay).await.unwrap() };
+        let (got_app, got_peer) = async {
+            tokio::join!(exchange(app, &up), exchange(theirs, &down))
+        }
+        .await_both(relayed)
+        .await;
+        assert!(got_app.unwrap() == down, "{suite:?}");
+        assert!(got_peer.unwrap() == up, "{suite:?}");
+    }
+}
+
+/// Runs a pair future alongside the relay.
+trait AwaitBoth: Future + Sized {
+    async fn await_both(self, relay: impl Future<Output = ()>) -> Self::Output {
+        let (out, ()) = tokio::join!(self, relay);
+        out
+    }
+}
+impl<F: Future> AwaitBoth for F {}
