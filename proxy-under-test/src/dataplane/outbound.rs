@@ -14,10 +14,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use rustls_pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
 use super::inbound::{COPY_BUF, Wire};
 use super::listen::UpstreamListener;
 use super::{Shared, flag_set, resolve};
@@ -25,6 +21,10 @@ use crate::metrics::RefuseReason;
 use crate::snapshot::{Bind, Endpoint, Snapshot, Target, Upstream};
 use crate::tls::session::{self, TlsStream};
 use crate::tls::{self, ExpectedServer};
+use rustls_pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
 
 /// At most this many endpoints are tried per accepted connection.
 pub(crate) const MAX_ATTEMPTS: usize = 3;

@@ -41,8 +41,8 @@ pub(crate) enum SessionError {
     #[error("unexpected message (type {0})")]
     UnexpectedMessage(u8),
     /// The peer sent a fatal alert (its description).
-    #[error("peer sent alert {0}")]
-    PeerAlert(u8),
+    #[error("received fatal alert: {0:?}")]
+    PeerAlert(rustls::AlertDescription),
     /// A malformed post-handshake message.
     #[error("decode error: {0}")]
     Decode(&'static str),

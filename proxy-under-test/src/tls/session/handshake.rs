@@ -10,10 +10,8 @@ use std::sync::Arc;
 
 use rustls::client::{ClientConnectionData, UnbufferedClientConnection};
 use rustls::server::{Acceptor, ServerConnectionData, UnbufferedServerConnection};
-use rustls::unbuffered::{
-    ConnectionState, EncodeError, InsufficientSizeError, UnbufferedStatus,
-};
 use rustls::unbuffered::UnbufferedConnectionCommon;
+use rustls::unbuffered::{ConnectionState, EncodeError, InsufficientSizeError, UnbufferedStatus};
 use rustls::{ClientConfig, ExtractedSecrets, ProtocolVersion, ServerConfig, SupportedCipherSuite};
 use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -109,17 +107,23 @@ pub(crate) async fn connect<IO: AsyncRead + AsyncWrite + Unpin>(
     name: ServerName<'static>,
     mut io: IO,
 ) -> io::Result<TlsStream<IO>> {
-    let config = extractable(config, |c| c.enable_secret_extraction, |c| {
-        c.enable_secret_extraction = true;
-    });
+    let config = extractable(
+        config,
+        |c| c.enable_secret_extraction,
+        |c| {
+            c.enable_secret_extraction = true;
+        },
+    );
     let conn = UnbufferedClientConnection::new(config, name).map_err(invalid)?;
-    finish(conn, io_input(), &mut io).await.map(|(rx, tx, kernel, info)| TlsStream {
-        io,
-        rx,
-        tx,
-        kernel,
-        info,
-    })
+    finish(conn, io_input(), &mut io)
+        .await
+        .map(|(rx, tx, kernel, info)| TlsStream {
+            io,
+            rx,
+            tx,
+            kernel,
+            info,
+        })
 }
 
 fn io_input() -> Input {
@@ -139,17 +143,23 @@ async fn accept_with<IO: AsyncRead + AsyncWrite + Unpin>(
     input: Input,
     mut io: IO,
 ) -> io::Result<TlsStream<IO>> {
-    let config = extractable(config, |c| c.enable_secret_extraction, |c| {
-        c.enable_secret_extraction = true;
-    });
+    let config = extractable(
+        config,
+        |c| c.enable_secret_extraction,
+        |c| {
+            c.enable_secret_extraction = true;
+        },
+    );
     let conn = UnbufferedServerConnection::new(config).map_err(invalid)?;
-    finish(conn, input, &mut io).await.map(|(rx, tx, kernel, info)| TlsStream {
-        io,
-        rx,
-        tx,
-        kernel,
-        info,
-    })
+    finish(conn, input, &mut io)
+        .await
+        .map(|(rx, tx, kernel, info)| TlsStream {
+            io,
+            rx,
+            tx,
+            kernel,
+            info,
+        })
 }
 
 /// Server handshake as Envoy (BoringSSL) negotiates ALPN: when the caller's offer shares nothing
@@ -209,7 +219,9 @@ async fn finish<C: Unbuffered, IO: AsyncRead + AsyncWrite + Unpin>(
             .peer_certificates()
             .map(|c| c.iter().map(|c| c.clone().into_owned()).collect()),
         alpn: conn.alpn_protocol().map(<[u8]>::to_vec),
-        version: conn.protocol_version().ok_or_else(|| invalid("no protocol version"))?,
+        version: conn
+            .protocol_version()
+            .ok_or_else(|| invalid("no protocol version"))?,
         suite: conn
             .negotiated_cipher_suite()
             .ok_or_else(|| invalid("no cipher suite"))?,
@@ -221,8 +233,8 @@ async fn finish<C: Unbuffered, IO: AsyncRead + AsyncWrite + Unpin>(
         Version::Tls12
     };
     let limit = confidentiality_limit(info.suite);
-    let opener = Opener::new(version, secrets.rx.0, secrets.rx.1).map_err(|e| e.to_io())?;
-    let sealer = Sealer::new(version, secrets.tx.0, secrets.tx.1, limit).map_err(|e| e.to_io())?;
+    let opener = Opener::new(version, secrets.rx.0, &secrets.rx.1).map_err(|e| e.to_io())?;
+    let sealer = Sealer::new(version, secrets.tx.0, &secrets.tx.1, limit).map_err(|e| e.to_io())?;
     let rx = Rx::new(opener, &early, &input.buf[..input.used], peer_closed);
     Ok((rx, Tx::new(sealer), kernel, info))
 }

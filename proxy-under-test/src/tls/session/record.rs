@@ -45,8 +45,12 @@ struct Keys {
 }
 
 impl Keys {
-    fn new(version: Version, seq: u64, secrets: ConnectionTrafficSecrets) -> Result<Self, SessionError> {
-        let (alg, key, iv, gcm) = match &secrets {
+    fn new(
+        version: Version,
+        seq: u64,
+        secrets: &ConnectionTrafficSecrets,
+    ) -> Result<Self, SessionError> {
+        let (alg, key, iv, gcm) = match secrets {
             ConnectionTrafficSecrets::Aes128Gcm { key, iv } => (&aead::AES_128_GCM, key, iv, true),
             ConnectionTrafficSecrets::Aes256Gcm { key, iv } => (&aead::AES_256_GCM, key, iv, true),
             ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => {
@@ -102,7 +106,7 @@ impl Opener {
     pub(crate) fn new(
         version: Version,
         seq: u64,
-        secrets: ConnectionTrafficSecrets,
+        secrets: &ConnectionTrafficSecrets,
     ) -> Result<Self, SessionError> {
         Ok(Self {
             keys: Keys::new(version, seq, secrets)?,
@@ -111,7 +115,11 @@ impl Opener {
     }
 
     /// New keys (TLS 1.3 KeyUpdate), sequence restarting at `seq`.
-    pub(crate) fn rekey(&mut self, seq: u64, secrets: ConnectionTrafficSecrets) -> Result<(), SessionError> {
+    pub(crate) fn rekey(
+        &mut self,
+        seq: u64,
+        secrets: &ConnectionTrafficSecrets,
+    ) -> Result<(), SessionError> {
         self.keys = Keys::new(self.version, seq, secrets)?;
         Ok(())
     }
@@ -178,7 +186,11 @@ impl Opener {
                 let plain = self
                     .keys
                     .key
-                    .open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(aad), &mut body[skip..])
+                    .open_in_place(
+                        Nonce::assume_unique_for_key(nonce),
+                        Aad::from(aad),
+                        &mut body[skip..],
+                    )
                     .map_err(|_| SessionError::BadRecordMac)?;
                 if plain.len() > MAX_PLAINTEXT {
                     return Err(SessionError::RecordOverflow(plain.len()));
@@ -203,7 +215,7 @@ impl Sealer {
     pub(crate) fn new(
         version: Version,
         seq: u64,
-        secrets: ConnectionTrafficSecrets,
+        secrets: &ConnectionTrafficSecrets,
         limit: u64,
     ) -> Result<Self, SessionError> {
         Ok(Self {
@@ -214,7 +226,11 @@ impl Sealer {
     }
 
     /// New keys (after our TLS 1.3 KeyUpdate), sequence restarting at `seq`.
-    pub(crate) fn rekey(&mut self, seq: u64, secrets: ConnectionTrafficSecrets) -> Result<(), SessionError> {
+    pub(crate) fn rekey(
+        &mut self,
+        seq: u64,
+        secrets: &ConnectionTrafficSecrets,
+    ) -> Result<(), SessionError> {
         self.keys = Keys::new(self.version, seq, secrets)?;
         Ok(())
     }
@@ -252,15 +268,23 @@ impl Sealer {
     /// Seals, in `buf`, the record whose `len`-byte payload (at most [`MAX_PLAINTEXT`]) the
     /// caller put at `buf[prefix()..]`; `buf` must hold `prefix() + len + suffix()` bytes.
     /// Returns the record's length.
-    pub(crate) fn seal(&mut self, typ: u8, buf: &mut [u8], len: usize) -> Result<usize, SessionError> {
+    pub(crate) fn seal(
+        &mut self,
+        typ: u8,
+        buf: &mut [u8],
+        len: usize,
+    ) -> Result<usize, SessionError> {
         if self.keys.seq >= self.limit {
             return Err(SessionError::Limit);
         }
         let total = self.prefix() + len + self.suffix();
-        let buf = buf.get_mut(..total).ok_or(SessionError::RecordOverflow(len))?;
+        let buf = buf
+            .get_mut(..total)
+            .ok_or(SessionError::RecordOverflow(len))?;
         let nonce = self.keys.nonce();
         let seq = self.keys.next_seq()?;
-        let body = u16::try_from(total - HEADER_LEN).map_err(|_| SessionError::RecordOverflow(len))?;
+        let body =
+            u16::try_from(total - HEADER_LEN).map_err(|_| SessionError::RecordOverflow(len))?;
         let (header, rest) = buf.split_at_mut(HEADER_LEN);
         header[1..3].copy_from_slice(&[3, 3]);
         header[3..5].copy_from_slice(&body.to_be_bytes());

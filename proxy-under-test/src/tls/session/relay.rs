@@ -148,12 +148,11 @@ where
         if *state == Dir::ShuttingDown {
             return Pin::new(&mut *tls).poll_shutdown(cx);
         }
-        let ended = ready!(tls.tx.poll_fill_from(
-            cx,
-            app,
-            &mut tls.kernel,
-            &mut tls.rx.key_update_due
-        ))?;
+        let ended =
+            ready!(
+                tls.tx
+                    .poll_fill_from(cx, app, &mut tls.kernel, &mut tls.rx.key_update_due)
+            )?;
         if ended {
             *state = Dir::ShuttingDown;
         }

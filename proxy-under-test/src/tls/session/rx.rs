@@ -210,7 +210,7 @@ impl Rx {
             // user_canceled, and TLS 1.2 warnings: ignored, as rustls does.
             90 => {}
             _ if level == 1 && self.opener.version() == Version::Tls12 => {}
-            _ => return Err(SessionError::PeerAlert(desc)),
+            _ => return Err(SessionError::PeerAlert(desc.into())),
         }
         Ok(())
     }
@@ -235,7 +235,7 @@ impl Rx {
                         _ => return Err(SessionError::Decode("KeyUpdate request")),
                     };
                     let (seq, secrets) = kernel.update_rx()?;
-                    self.opener.rekey(seq, secrets)?;
+                    self.opener.rekey(seq, &secrets)?;
                     self.key_update_due |= requested;
                 }
                 (Version::Tls13, NEW_SESSION_TICKET) | (Version::Tls12, HELLO_REQUEST)

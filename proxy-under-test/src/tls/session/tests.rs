@@ -143,9 +143,10 @@ pub(super) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     };
     let mut got = Vec::new();
     let read = r.read_to_end(&mut got);
-    let (wr, rd) = tokio::time::timeout(Duration::from_secs(20), async { tokio::join!(write, read) })
-        .await
-        .expect("exchange timed out");
+    let (wr, rd) =
+        tokio::time::timeout(Duration::from_secs(20), async { tokio::join!(write, read) })
+            .await
+            .expect("exchange timed out");
     wr?;
     rd?;
     Ok(got)

@@ -101,13 +101,19 @@ impl Tx {
         self.make_room(payload.len() + self.overhead());
         let at = self.end + self.sealer.prefix();
         self.buf[at..at + payload.len()].copy_from_slice(payload);
-        self.end += self.sealer.seal(typ, &mut self.buf[self.end..], payload.len())?;
+        self.end += self
+            .sealer
+            .seal(typ, &mut self.buf[self.end..], payload.len())?;
         Ok(())
     }
 
     /// Before a record: our KeyUpdate if the peer asked for one (`due`) or the key is at its
     /// confidentiality limit (TLS 1.2: an error, the connection ends).
-    pub(crate) fn before_record(&mut self, kernel: &mut Kernel, due: &mut bool) -> Result<(), SessionError> {
+    pub(crate) fn before_record(
+        &mut self,
+        kernel: &mut Kernel,
+        due: &mut bool,
+    ) -> Result<(), SessionError> {
         let limit = self.sealer.at_limit();
         if limit && self.sealer.version() == Version::Tls12 {
             return Err(SessionError::Limit);
@@ -116,7 +122,7 @@ impl Tx {
             // update_not_requested: sealed under the old key, then ours changes.
             self.queue(content::HANDSHAKE, &[24, 0, 0, 1, 0])?;
             let (seq, secrets) = kernel.update_tx()?;
-            self.sealer.rekey(seq, secrets)?;
+            self.sealer.rekey(seq, &secrets)?;
             *due = false;
         }
         Ok(())
@@ -166,7 +172,9 @@ impl Tx {
             while i < bufs.len() && bufs[i].is_empty() {
                 i += 1;
             }
-            self.end += self.sealer.seal(content::APPLICATION_DATA, &mut self.buf[self.end..], n)?;
+            self.end +=
+                self.sealer
+                    .seal(content::APPLICATION_DATA, &mut self.buf[self.end..], n)?;
             taken += n;
         }
         Ok(taken)
@@ -218,7 +226,6 @@ impl Tx {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(r) => r?,
             };
-            drop(slots);
             if n == 0 {
                 return Poll::Ready(Ok(true));
             }

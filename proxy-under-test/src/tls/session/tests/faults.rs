@@ -84,7 +84,10 @@ async fn a_tampered_record_is_an_error_and_delivers_nothing() {
         theirs.write_all(b"secret").await.unwrap();
         theirs.flush().await.unwrap();
         let mut got = [0u8; 16];
-        let err = ours.read(&mut got).await.expect_err("tampered record accepted");
+        let err = ours
+            .read(&mut got)
+            .await
+            .expect_err("tampered record accepted");
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{suite:?}");
         assert!(err.to_string().contains("bad record MAC"), "{err}");
         assert!(ours.read(&mut got).await.is_err(), "an error is final");
@@ -119,7 +122,10 @@ async fn truncation_without_close_notify_is_an_error_after_the_data() {
 #[tokio::test]
 async fn data_sent_with_the_client_finished_is_delivered() {
     for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
-        let suite = suites().into_iter().find(|s| s.version() == version).unwrap();
+        let suite = suites()
+            .into_iter()
+            .find(|s| s.version() == version)
+            .unwrap();
         let pki = pki(Some(suite), &[]);
         let (a, mut b) = tokio::io::duplex(256 * 1024);
         let server = tokio::spawn(accept(pki.server.clone(), a));

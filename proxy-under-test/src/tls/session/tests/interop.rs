@@ -99,19 +99,19 @@ async fn a_client_of_another_ca_is_refused_by_the_proxy_verifier() {
     let pki = pki(None, &[]);
     let other = pki_other_client(&pki);
     let (a, b) = tokio::io::duplex(64 * 1024);
-    let (ours, theirs) = tokio::join!(
-        crate::tls::session::accept(pki.server.clone(), a),
-        async {
-            let mut s = tokio_rustls::TlsConnector::from(other)
-                .connect(name(), b)
-                .await?;
-            // TLS 1.3: the refusal arrives after the client's handshake.
-            let mut x = [0u8; 1];
-            s.read_exact(&mut x).await.map(|_| ())
-        }
-    );
+    let (ours, theirs) = tokio::join!(crate::tls::session::accept(pki.server.clone(), a), async {
+        let mut s = tokio_rustls::TlsConnector::from(other)
+            .connect(name(), b)
+            .await?;
+        // TLS 1.3: the refusal arrives after the client's handshake.
+        let mut x = [0u8; 1];
+        s.read_exact(&mut x).await.map(|_| ())
+    });
     let err = ours.err().expect("handshake must fail").to_string();
-    assert!(err.contains("certificate") || err.contains("Certificate"), "{err}");
+    assert!(
+        err.contains("certificate") || err.contains("Certificate"),
+        "{err}"
+    );
     let theirs = theirs.expect_err("client must see the refusal").to_string();
     assert!(theirs.contains("alert"), "{theirs}");
 }

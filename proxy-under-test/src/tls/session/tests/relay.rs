@@ -182,11 +182,10 @@ async fn over_tcp_the_relay_scatters_reads_into_slots_and_updates_keys_at_the_li
         let up = random(3_000_000);
         let down = random(2_000_001);
         let relayed = async { relay(&mut ours, &mut app_relay).await.unwrap() };
-        let (got_app, got_peer) = async {
-            tokio::join!(exchange(app, &up), exchange(theirs, &down))
-        }
-        .await_both(relayed)
-        .await;
+        let (got_app, got_peer) =
+            async { tokio::join!(exchange(app, &up), exchange(theirs, &down)) }
+                .await_both(relayed)
+                .await;
         assert!(got_app.unwrap() == down, "{suite:?}");
         assert!(got_peer.unwrap() == up, "{suite:?}");
     }
