@@ -128,6 +128,12 @@ impl Tx {
         Ok(())
     }
 
+    /// Test only: seals one record of any type (unexpected content, alerts).
+    #[cfg(test)]
+    pub(crate) fn queue_raw(&mut self, typ: u8, payload: &[u8]) -> Result<(), SessionError> {
+        self.queue(typ, payload)
+    }
+
     /// Queues close_notify (once).
     pub(crate) fn close(&mut self) -> Result<(), SessionError> {
         if !self.closed {

@@ -237,3 +237,26 @@ async fn tls12_at_the_confidentiality_limit_ends_the_connection() {
     let err = ours.write_all(b"two").await.unwrap_err();
     assert!(err.to_string().contains("record limit"), "{err}");
 }
+
+#[tokio::test]
+async fn an_unexpected_content_type_or_a_fatal_alert_ends_the_stream() {
+    for (typ, payload, want) in [
+        (20u8, &[1u8][..], "unexpected message"),
+        (21, &[2, 42][..], "received fatal alert: BadCertificate"),
+        (22, &[99, 0, 0, 0][..], "unexpected message"),
+    ] {
+        for suite in [suites()[0], suites()[3]] {
+            let pki = pki(Some(suite), &[]);
+            let (a, b) = tokio::io::duplex(64 * 1024);
+            let (server, client) = tokio::join!(
+                accept(pki.server.clone(), a),
+                connect(pki.client.clone(), name(), b)
+            );
+            let (mut server, mut client) = (server.unwrap(), client.unwrap());
+            client.tx.queue_raw(typ, payload).unwrap();
+            client.flush().await.unwrap();
+            let err = server.read(&mut [0u8; 8]).await.unwrap_err();
+            assert!(err.to_string().contains(want), "{typ} {suite:?}: {err}");
+        }
+    }
+}
