@@ -86,6 +86,12 @@ impl SessionError {
     }
 }
 
+impl From<SessionError> for io::Error {
+    fn from(e: SessionError) -> Self {
+        e.to_io()
+    }
+}
+
 /// What the handshake settled, kept for the connection's life.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionInfo {

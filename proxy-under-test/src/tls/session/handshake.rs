@@ -20,7 +20,7 @@ use super::record::{Opener, Sealer, Version};
 use super::rx::Rx;
 use super::stream::TlsStream;
 use super::tx::Tx;
-use super::{Kernel, SessionError, SessionInfo};
+use super::{Kernel, SessionInfo};
 
 /// Largest handshake input buffered (a ClientHello or certificate flight beyond is refused).
 const MAX_HANDSHAKE_BUF: usize = 256 * 1024;
@@ -115,7 +115,7 @@ pub(crate) async fn connect<IO: AsyncRead + AsyncWrite + Unpin>(
         },
     );
     let conn = UnbufferedClientConnection::new(config, name).map_err(invalid)?;
-    finish(conn, io_input(), &mut io)
+    finish(conn, Input::new(), &mut io)
         .await
         .map(|(rx, tx, kernel, info)| TlsStream {
             io,
@@ -124,10 +124,6 @@ pub(crate) async fn connect<IO: AsyncRead + AsyncWrite + Unpin>(
             kernel,
             info,
         })
-}
-
-fn io_input() -> Input {
-    Input::new()
 }
 
 /// Server handshake with `config` over `io`.
@@ -348,11 +344,5 @@ async fn drive<C: Unbuffered, IO: AsyncRead + AsyncWrite + Unpin>(
                 failed = Some(e);
             }
         }
-    }
-}
-
-impl From<SessionError> for io::Error {
-    fn from(e: SessionError) -> Self {
-        e.to_io()
     }
 }
