@@ -7,6 +7,7 @@
 mod bounds;
 mod chain_cache;
 mod keys;
+pub(crate) mod session;
 pub(crate) mod verify;
 
 #[cfg(test)]
@@ -246,6 +247,8 @@ pub fn inbound_bounded(
         .with_cert_resolver(Arc::new(FixedCert(leaf.certified.clone())));
     config.session_storage = Arc::new(NoServerSessionStorage {});
     config.send_tls13_tickets = 0;
+    // Our record layer takes the traffic secrets after the handshake (`session`).
+    config.enable_secret_extraction = true;
     Ok(InboundTls {
         config: Arc::new(config),
         verifier,
@@ -281,5 +284,6 @@ pub fn outbound_bounded(
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_client_cert_resolver(Arc::new(FixedCert(leaf.certified.clone())));
     config.resumption = Resumption::disabled();
+    config.enable_secret_extraction = true;
     Ok(Arc::new(config))
 }

@@ -6,11 +6,8 @@
 use std::io;
 use std::sync::Arc;
 
-use rustls::server::Acceptor;
-use tokio_rustls::server::TlsStream;
-use tokio_rustls::{LazyConfigAcceptor, TlsAcceptor};
-
 use super::inbound::Wire;
+use crate::tls::session::{self, TlsStream};
 
 /// Completes the server handshake on `wire` with `config`, or, when the caller's ALPN offer
 /// shares nothing with `config`'s, with a copy of it that offers none.
@@ -18,20 +15,6 @@ pub(crate) async fn accept(
     config: Arc<rustls::ServerConfig>,
     wire: Wire,
 ) -> io::Result<TlsStream<Wire>> {
-    if config.alpn_protocols.is_empty() {
-        return TlsAcceptor::from(config).accept(wire).await;
-    }
-    let start = LazyConfigAcceptor::new(Acceptor::default(), wire).await?;
-    let overlap = start.client_hello().alpn().is_none_or(|mut offered| {
-        offered.any(|p| config.alpn_protocols.iter().any(|ours| ours == p))
-    });
-    let config = if overlap {
-        config
-    } else {
-        tracing::debug!("caller's ALPN offer shares nothing with ours; selecting none");
-        let mut none = (*config).clone();
-        none.alpn_protocols.clear();
-        Arc::new(none)
-    };
-    start.into_stream(config).await
+    // The ClientHello is read with rustls's `Acceptor` on a copy; our record layer follows.
+    session::accept_alpn_lenient(config, wire).await
 }

@@ -10,10 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustls_pki_types::{CertificateDer, UnixTime};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Instant, timeout};
-use tokio_rustls::server::TlsStream;
 
 use super::local::{self, AppConn};
 use super::{Shared, flag_set, l7};
@@ -22,19 +21,14 @@ use crate::metrics::RefuseReason;
 use crate::seam::OpenConnection;
 use crate::snapshot::Snapshot;
 use crate::spiffe::{ServiceId, service_id_of_cert};
+use crate::tls::session::{self, TlsStream};
 
-/// Copy buffer per direction for L4 connections (both sides). tokio's default is 8 KiB, which
-/// splits every 16 KiB TLS record over several reads and writes; 64 KiB gave about 1.5x the mTLS
-/// throughput in the benchmark (`examples/bench.rs`).
+/// Copy buffer per direction for plain L4 copies (permissive, passthrough). tokio's default is
+/// 8 KiB; 64 KiB gave about 1.5x the throughput in the benchmark (`examples/bench.rs`).
 pub(crate) const COPY_BUF: usize = 64 * 1024;
 
-/// Read buffer between the socket and rustls on the public listener. rustls reads at most 4 KiB
-/// per `read_tls`, so a 16 KiB record took four `recvfrom` calls (and wake-ups); with this
-/// buffer one `read` takes what the socket holds (up to 32 KiB) and rustls's reads are copies.
-pub(crate) const WIRE_READ_BUF: usize = 32 * 1024;
-
-/// The socket under an inbound TLS stream.
-pub(crate) type Wire = tokio::io::BufReader<TcpStream>;
+/// The socket under a TLS stream: our record layer ([`session`]) reads it in big chunks itself.
+pub(crate) type Wire = TcpStream;
 
 /// An authenticated inbound peer.
 #[derive(Debug, Clone)]
@@ -237,10 +231,9 @@ async fn handle(
             return;
         }
     };
-    let wire = Wire::with_capacity(WIRE_READ_BUF, tcp);
     let mut stream = match timeout(
         snap.knobs.handshake_timeout,
-        super::alpn::accept(tls.config.clone(), wire),
+        super::alpn::accept(tls.config.clone(), tcp),
     )
     .await
     {
@@ -256,11 +249,16 @@ async fn handle(
         }
         Ok(Ok(s)) => s,
     };
+    tracing::debug!(
+        peer = %addr,
+        version = ?stream.protocol_version(),
+        suite = ?stream.negotiated_cipher_suite().suite(),
+        alpn = ?stream.alpn_protocol().map(String::from_utf8_lossy),
+        "inbound TLS session established"
+    );
     let chain: Vec<CertificateDer<'static>> = stream
-        .get_ref()
-        .1
         .peer_certificates()
-        .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
+        .map(<[_]>::to_vec)
         .unwrap_or_default();
     let id = match identify(&chain, &snap) {
         Ok(id) => id,
@@ -318,8 +316,8 @@ async fn l4(mut tls: TlsStream<Wire>, peer: Peer, snap: Arc<Snapshot>, shared: A
     }
 }
 
-/// Copies bytes between the peer and the local application (whatever its stream type) under
-/// supervision.
+/// Relays bytes between the peer and the local application (whatever its stream type) under
+/// supervision, records opened and sealed in place ([`session::relay`]).
 async fn splice<A>(
     mut tls: TlsStream<Wire>,
     mut app: A,
@@ -327,9 +325,9 @@ async fn splice<A>(
     snap: &Snapshot,
     shared: &Shared,
 ) where
-    A: AsyncRead + AsyncWrite + Unpin + Send,
+    A: session::SlotRead + Send,
 {
-    let copy = tokio::io::copy_bidirectional_with_sizes(&mut tls, &mut app, COPY_BUF, COPY_BUF);
+    let copy = session::relay(&mut tls, &mut app);
     let end = supervise(shared, peer, &snap.knobs, true, copy).await;
     log_end(shared, peer, &end);
 }

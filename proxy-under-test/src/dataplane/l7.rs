@@ -30,7 +30,6 @@ use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use tokio_rustls::server::TlsStream;
 
 use self::app::{AppClient, AppError};
 use super::Shared;
@@ -238,7 +237,7 @@ pub(crate) fn response_body(snap: &Snapshot, body: Incoming) -> Body {
 }
 
 pub(crate) async fn serve(
-    stream: TlsStream<super::inbound::Wire>,
+    stream: crate::tls::session::TlsStream<super::inbound::Wire>,
     peer: Peer,
     snap: Arc<Snapshot>,
     shared: Arc<Shared>,

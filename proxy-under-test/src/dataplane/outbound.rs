@@ -14,19 +14,17 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use rustls_pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
-use tokio_rustls::TlsConnector;
-use tokio_rustls::client::TlsStream;
-
-use super::inbound::{COPY_BUF, WIRE_READ_BUF, Wire};
+use super::inbound::{COPY_BUF, Wire};
 use super::listen::UpstreamListener;
 use super::{Shared, flag_set, resolve};
 use crate::metrics::RefuseReason;
 use crate::snapshot::{Bind, Endpoint, Snapshot, Target, Upstream};
+use crate::tls::session::{self, TlsStream};
 use crate::tls::{self, ExpectedServer};
+use rustls_pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
 
 /// At most this many endpoints are tried per accepted connection.
 pub(crate) const MAX_ATTEMPTS: usize = 3;
@@ -152,7 +150,7 @@ pub(crate) async fn handle<S>(
     shared: Arc<Shared>,
     source: Option<SocketAddr>,
 ) where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: session::SlotRead + Send + 'static,
 {
     let _guard = shared.track();
     shared.metrics.accepted(false);
@@ -181,7 +179,7 @@ pub(crate) async fn serve<C>(
     up: &Upstream,
     cands: &[(&Target, &Endpoint)],
 ) where
-    C: AsyncRead + AsyncWrite + Unpin + Send,
+    C: session::SlotRead + Send,
 {
     let name = &up.name;
     let timeout = snap
@@ -210,10 +208,25 @@ pub(crate) async fn serve<C>(
         let _ = tcp.shutdown().await;
         return;
     };
-    splice(shared, &mut tcp, &mut remote).await;
+    splice_tls(shared, &mut tcp, &mut remote).await;
 }
 
-/// Copies bytes both ways until either side ends or the data plane is killed.
+/// Relays bytes between the application's connection and the upstream's TLS session (records
+/// opened and sealed in place, [`session::relay`]) until both directions end, an error, or the
+/// data plane is killed.
+pub(crate) async fn splice_tls<C>(shared: &Shared, tcp: &mut C, remote: &mut TlsStream<Wire>)
+where
+    C: session::SlotRead,
+{
+    let mut kill = shared.kill.clone();
+    tokio::select! {
+        _ = session::relay(remote, tcp) => {}
+        _ = flag_set(&mut kill) => {}
+    }
+}
+
+/// Copies bytes both ways between plain streams until either side ends or the data plane is
+/// killed.
 pub(crate) async fn splice<C, S>(shared: &Shared, tcp: &mut C, remote: &mut S)
 where
     C: AsyncRead + AsyncWrite + Unpin,
@@ -226,7 +239,8 @@ where
     }
 }
 
-/// mTLS to `ep` of `target`, offering ALPN `h2` when `h2`, over a buffered socket ([`Wire`]).
+/// mTLS to `ep` of `target`, offering ALPN `h2` when `h2`, with our record layer
+/// ([`session`]).
 pub(crate) async fn dial(
     snap: &Snapshot,
     target: &Target,
@@ -265,9 +279,7 @@ pub(crate) async fn dial(
     let name = ServerName::try_from(sni.trim_end_matches('.').to_owned())
         .or_else(|_| ServerName::try_from("upstream.consul".to_owned()))
         .map_err(|e| e.to_string())?;
-    // Buffered socket reads under rustls, as on the public listener (`WIRE_READ_BUF`).
-    TlsConnector::from(config)
-        .connect(name, Wire::with_capacity(WIRE_READ_BUF, tcp))
+    session::connect(config, name, tcp)
         .await
         .map_err(|e| format!("TLS: {e}"))
 }
