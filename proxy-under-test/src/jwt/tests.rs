@@ -264,3 +264,24 @@ async fn a_verified_payload_is_forwarded_and_a_callers_own_never_is() {
         "jwt-forward-spoofable"
     );
 }
+
+#[tokio::test]
+async fn a_cookie_token_is_read_as_envoy_parses_cookies() {
+    let k = key("k1");
+    let mut p = provider(&k);
+    p.locations = serde_json::from_value(json!([{"Cookie": {"Name": "jwt"}}])).unwrap();
+    let v = Verifier::new(vec![p], Weakened::default());
+    let t = token(
+        &k,
+        &json!({"iss": "https://okta", "aud": "web", "exp": now() + 600}),
+    );
+    let names: BTreeSet<String> = ["okta".to_owned()].into();
+    for cookie in [format!("a=1; jwt={t}"), format!("jwt=\"{t}\"; b=2")] {
+        let mut h = HeaderMap::new();
+        h.insert("cookie", cookie.parse().unwrap());
+        assert!(
+            v.verify(&names, &h, None).await.satisfies(&req(false)),
+            "{cookie}"
+        );
+    }
+}

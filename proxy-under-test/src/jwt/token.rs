@@ -29,16 +29,8 @@ pub(super) fn extract(
             .find(|(k, _)| k == name)
             .map(|(_, v)| v)
     };
-    let cookie = |name: &str| {
-        headers
-            .get_all(http::header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|kv| kv.trim().split_once('='))
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.to_owned())
-    };
+    // Envoy's extractor reads cookies with `parseCookieValue`, which drops surrounding quotes.
+    let cookie = |name: &str| crate::route::lb::cookie_value(headers, name);
     if locations.is_empty() {
         return header("authorization", "Bearer ").or_else(|| param("access_token"));
     }
