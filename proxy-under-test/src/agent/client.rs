@@ -364,12 +364,36 @@ impl AgentClient {
         index: u64,
         wait: Duration,
     ) -> Result<Blocking<Vec<Intention>>, AgentError> {
-        let query = vec![
-            ("by", "destination".to_owned()),
-            ("name", service.to_owned()),
-            ("cached", String::new()),
-        ];
-        let got: Blocking<BTreeMap<String, Option<Vec<Intention>>>> = match self
+        let cached = Some(("cached", String::new()));
+        match self
+            .intention_match("destination", service, cached, index, wait)
+            .await
+        {
+            Err(AgentError::Status { status: 403, .. })
+                if let Some(list) = self.hooks.intentions_forbidden(service) =>
+            {
+                Ok(Blocking {
+                    body: list,
+                    index: 1,
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// `GET /v1/connect/intentions/match?by=<by>&name=<service>` (and `extra`): the list the
+    /// answer holds under `service` (`null` = none).
+    pub(crate) async fn intention_match(
+        &self,
+        by: &str,
+        service: &str,
+        extra: Option<(&str, String)>,
+        index: u64,
+        wait: Duration,
+    ) -> Result<Blocking<Vec<Intention>>, AgentError> {
+        let mut query = vec![("by", by.to_owned()), ("name", service.to_owned())];
+        query.extend(extra);
+        let got: Blocking<BTreeMap<String, Option<Vec<Intention>>>> = self
             .blocking(
                 Method::GET,
                 "/v1/connect/intentions/match",
@@ -378,21 +402,9 @@ impl AgentClient {
                 index,
                 wait,
             )
-            .await
-        {
-            Err(AgentError::Status { status: 403, .. })
-                if let Some(list) = self.hooks.intentions_forbidden(service) =>
-            {
-                return Ok(Blocking {
-                    body: list,
-                    index: 1,
-                });
-            }
-            other => other?,
-        };
-        let list = got.body.get(service).cloned().flatten().unwrap_or_default();
+            .await?;
         Ok(Blocking {
-            body: list,
+            body: got.body.get(service).cloned().flatten().unwrap_or_default(),
             index: got.index,
         })
     }

@@ -19,21 +19,8 @@ impl AgentClient {
         index: u64,
         wait: Duration,
     ) -> Result<Blocking<Vec<Intention>>, AgentError> {
-        let query = vec![("by", "source".to_owned()), ("name", service.to_owned())];
-        let got: Blocking<BTreeMap<String, Option<Vec<Intention>>>> = self
-            .blocking(
-                Method::GET,
-                "/v1/connect/intentions/match",
-                query,
-                None,
-                index,
-                wait,
-            )
-            .await?;
-        Ok(Blocking {
-            body: got.body.get(service).cloned().flatten().unwrap_or_default(),
-            index: got.index,
-        })
+        self.intention_match("source", service, None, index, wait)
+            .await
     }
 
     /// `GET /v1/catalog/services`: the names of every service in the datacenter the token may

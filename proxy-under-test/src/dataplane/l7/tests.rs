@@ -72,21 +72,21 @@ fn allow_public_only() -> Vec<Permission> {
     ]
 }
 
-/// `db` (HTTP; `web` may reach `/public` except `/public/secret`, default deny) behind a running
-/// data plane, and a keep-alive HTTP/1.1 connection to it as `web`.
-async fn public_only_db() -> (
+/// `db` (HTTP; `web` may reach `/public` except `/public/secret`, default deny) in front of
+/// `app`, behind a running data plane signed by `ca`.
+async fn public_only_http_db(
+    ca: &TestCa,
+    app: SocketAddr,
+) -> (
     watch::Sender<Option<Arc<crate::snapshot::Snapshot>>>,
     crate::dataplane::RunningDataPlane,
-    hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
 ) {
-    let ca = TestCa::new("Consul CA 1");
-    let app = http_app().await;
     let knobs = Knobs {
         protocol: Protocol::Http,
         ..Knobs::default()
     };
     let snap = snapshot(
-        &ca,
+        ca,
         app,
         vec![Intention::l7("web", "db", allow_public_only())],
         DefaultPolicy::DENY,
@@ -94,7 +94,18 @@ async fn public_only_db() -> (
         vec![],
     );
     let (tx, rx) = watch::channel(Some(Arc::new(snap)));
-    let dp = DataPlane::new(rx).start().await.unwrap();
+    (tx, DataPlane::new(rx).start().await.unwrap())
+}
+
+/// [`public_only_http_db`] in front of the HTTP test app, and a keep-alive HTTP/1.1 connection
+/// to it as `web`.
+async fn public_only_db() -> (
+    watch::Sender<Option<Arc<crate::snapshot::Snapshot>>>,
+    crate::dataplane::RunningDataPlane,
+    hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+) {
+    let ca = TestCa::new("Consul CA 1");
+    let (tx, dp) = public_only_http_db(&ca, http_app().await).await;
     let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
     let tls = connect(dp.inbound_addr(), cfg).await.unwrap();
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))

@@ -10,32 +10,10 @@ use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::sync::watch;
 
-use super::{allow_public_only, http_app};
-use crate::authz::{DefaultPolicy, Intention};
-use crate::dataplane::{DataPlane, RunningDataPlane};
-use crate::knobs::{Knobs, Protocol};
-use crate::snapshot::Snapshot;
+use super::{http_app, public_only_http_db};
+use crate::dataplane::RunningDataPlane;
 use crate::testutil::*;
-
-async fn http_db(ca: &TestCa) -> (watch::Sender<Option<Arc<Snapshot>>>, RunningDataPlane) {
-    let app = http_app().await;
-    let knobs = Knobs {
-        protocol: Protocol::Http,
-        ..Knobs::default()
-    };
-    let snap = snapshot(
-        ca,
-        app,
-        vec![Intention::l7("web", "db", allow_public_only())],
-        DefaultPolicy::DENY,
-        knobs,
-        vec![],
-    );
-    let (tx, rx) = watch::channel(Some(Arc::new(snap)));
-    (tx, DataPlane::new(rx).start().await.unwrap())
-}
 
 /// GETs `paths` over one HTTP/2 connection (mTLS offering `alpn`): status and body of each.
 async fn h2_gets(
@@ -71,7 +49,7 @@ async fn h2_gets(
 #[tokio::test]
 async fn an_h2_only_caller_reaches_the_http1_app_with_each_stream_authorized() {
     let ca = TestCa::new("Consul CA 1");
-    let (_tx, dp) = http_db(&ca).await;
+    let (_tx, dp) = public_only_http_db(&ca, http_app().await).await;
     let (alpn, answers) = h2_gets(&dp, &ca, b"h2", &["/public/index", "/public/secret/x"]).await;
     assert_eq!(alpn, None, "no protocol in common: none selected");
     assert_eq!(answers[0].0, StatusCode::OK);
@@ -89,7 +67,7 @@ async fn an_h2_only_caller_reaches_the_http1_app_with_each_stream_authorized() {
 #[tokio::test]
 async fn the_h2_preface_after_http1_alpn_is_served_as_http2() {
     let ca = TestCa::new("Consul CA 1");
-    let (_tx, dp) = http_db(&ca).await;
+    let (_tx, dp) = public_only_http_db(&ca, http_app().await).await;
     let (alpn, answers) = h2_gets(&dp, &ca, b"http/1.1", &["/public/a/../b"]).await;
     assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
     assert_eq!(answers[0].0, StatusCode::OK);

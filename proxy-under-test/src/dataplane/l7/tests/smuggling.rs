@@ -13,10 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::allow_public_only;
-use crate::authz::{DefaultPolicy, Intention};
-use crate::dataplane::{DataPlane, RunningDataPlane};
-use crate::knobs::{Knobs, Protocol};
+use crate::dataplane::RunningDataPlane;
 use crate::snapshot::Snapshot;
 use crate::testutil::*;
 
@@ -74,20 +71,8 @@ async fn http_db(
     TestCa,
 ) {
     let ca = TestCa::new("Consul CA 1");
-    let knobs = Knobs {
-        protocol: Protocol::Http,
-        ..Knobs::default()
-    };
-    let snap = snapshot(
-        &ca,
-        app,
-        vec![Intention::l7("web", "db", allow_public_only())],
-        DefaultPolicy::DENY,
-        knobs,
-        vec![],
-    );
-    let (tx, rx) = watch::channel(Some(Arc::new(snap)));
-    (tx, DataPlane::new(rx).start().await.unwrap(), ca)
+    let (tx, dp) = super::public_only_http_db(&ca, app).await;
+    (tx, dp, ca)
 }
 
 /// Sends `bytes` over a fresh mTLS connection as `web` and reads until the proxy closes (the
