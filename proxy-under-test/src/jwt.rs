@@ -140,8 +140,17 @@ pub struct Weakened {
 /// The stored providers and their key sources.
 #[derive(Debug, Default)]
 pub struct Verifier {
-    providers: BTreeMap<String, (ProviderEntry, Keys)>,
+    providers: BTreeMap<String, Provider>,
     weakened: Weakened,
+}
+
+/// One provider: its entry, its keys and where a verified payload goes.
+#[derive(Debug)]
+struct Provider {
+    entry: ProviderEntry,
+    keys: Keys,
+    /// `Forwarding.HeaderName`, parsed once, and whether the payload is padded.
+    forward: Option<(HeaderName, bool)>,
 }
 
 impl Verifier {
@@ -149,9 +158,28 @@ impl Verifier {
     pub fn new(entries: Vec<ProviderEntry>, weakened: Weakened) -> Self {
         let providers = entries
             .into_iter()
-            .map(|e| {
-                let keys = Keys::new(e.json_web_key_set.as_ref(), weakened.stale_jwks);
-                (e.name.clone(), (e, keys))
+            .map(|entry| {
+                let keys = Keys::new(entry.json_web_key_set.as_ref(), weakened.stale_jwks);
+                let forward = entry
+                    .forwarding
+                    .as_ref()
+                    .filter(|f| !f.header_name.is_empty())
+                    .and_then(|f| match HeaderName::from_bytes(f.header_name.as_bytes()) {
+                        Ok(h) => Some((h, f.pad_forward_payload_header)),
+                        Err(_) => {
+                            tracing::warn!(provider = %entry.name, header = %f.header_name, "Forwarding.HeaderName is no HTTP header name; the payload is not forwarded");
+                            None
+                        }
+                    });
+                let name = entry.name.clone();
+                (
+                    name,
+                    Provider {
+                        entry,
+                        keys,
+                        forward,
+                    },
+                )
             })
             .collect();
         Self {
@@ -173,7 +201,7 @@ impl Verifier {
             ..Default::default()
         };
         for name in names {
-            let Some((entry, keys)) = self.providers.get(name) else {
+            let Some(Provider { entry, keys, .. }) = self.providers.get(name) else {
                 continue;
             };
             let Some(token) = extract(&entry.locations, headers, query) else {
@@ -206,7 +234,7 @@ impl Verifier {
             return;
         }
         for name in names {
-            if let Some(h) = self.forward_header(name) {
+            if let Some((h, _)) = self.providers.get(name).and_then(|p| p.forward.as_ref()) {
                 headers.remove(h);
             }
         }
@@ -217,7 +245,7 @@ impl Verifier {
     /// provider's `Forwarding.HeaderName` (appended: two providers may share a name).
     pub fn finish(&self, results: &JwtResults, headers: &mut HeaderMap) {
         for (name, verified) in &results.verified {
-            let Some((entry, _)) = self.providers.get(name) else {
+            let Some(Provider { entry, forward, .. }) = self.providers.get(name) else {
                 continue;
             };
             if entry.locations.is_empty() {
@@ -231,29 +259,18 @@ impl Verifier {
             if self.weakened.no_forward_payload {
                 continue;
             }
-            let Some(header) = self.forward_header(name) else {
+            let Some((header, pad)) = forward else {
                 continue;
             };
-            let pad = entry
-                .forwarding
-                .as_ref()
-                .is_some_and(|f| f.pad_forward_payload_header);
             let mut value = verified.segment.clone();
-            if pad {
+            if *pad {
                 while value.len() % 4 != 0 {
                     value.push('=');
                 }
             }
             if let Ok(v) = HeaderValue::from_str(&value) {
-                headers.append(header, v);
+                headers.append(header.clone(), v);
             }
         }
-    }
-
-    /// The valid `Forwarding.HeaderName` of provider `name`, if it has one.
-    fn forward_header(&self, name: &str) -> Option<HeaderName> {
-        let (entry, _) = self.providers.get(name)?;
-        let f = entry.forwarding.as_ref()?;
-        HeaderName::from_bytes(f.header_name.as_bytes()).ok()
     }
 }
