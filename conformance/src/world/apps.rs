@@ -276,12 +276,16 @@ async fn accept_loop<L: Accept>(kind: AppKind, rec: Arc<Record>, b: Arc<Behaviou
         if accepting.wait_for(|a| *a).await.is_err() {
             return;
         }
+        // Biased, the blackhole first: once it is set no connection is accepted, even one ready
+        // at the same poll (a random pick could take one of `fill_backlog`'s connections after
+        // the backlog was found full, leaving a slot the proxy's dial would then land in).
         let stream = tokio::select! {
+            biased;
+            _ = accepting.wait_for(|a| !*a) => continue,
             s = listener.next() => match s {
                 Ok(s) => s,
                 Err(_) => return,
             },
-            _ = accepting.wait_for(|a| !*a) => continue,
         };
         conns.spawn(serve(kind, stream, rec.clone(), b.clone()));
         while conns.try_join_next().is_some() {}
