@@ -16,8 +16,9 @@ use super::{Kernel, SessionError};
 
 /// Initial buffer: one whole record and a read's worth more.
 const RX_START: usize = MAX_RECORD + 16 * 1024;
-/// The buffer of a bulk transfer (a read that filled the buffer grows it to this).
-const RX_MAX: usize = 256 * 1024;
+/// The buffer of a bulk transfer (a read that filled the buffer grows it to this): as big as
+/// the send half's batch, so one read takes what the peer sent in one write.
+const RX_MAX: usize = 512 * 1024;
 /// A read gets at least this much space (else the partial record left is moved to the front).
 const MIN_READ: usize = 16 * 1024;
 
