@@ -48,13 +48,30 @@ pub(crate) struct Kind {
     pub(crate) label: String,
     /// Service-name suffix.
     pub(crate) key: String,
+    /// A's driver, and B's unless `b_driver` is set.
     pub(crate) driver: Driver,
+    /// B's driver in a mixed mesh (Envoy calling the reference proxy, or the reverse).
+    pub(crate) b_driver: Option<Driver>,
     pub(crate) plane: Plane,
 }
 
 impl Kind {
+    /// Envoy on both ends: a base of the ratios.
     pub(crate) fn is_envoy(&self) -> bool {
-        matches!(self.driver, Driver::Envoy { .. })
+        matches!(self.driver, Driver::Envoy { .. }) && self.b_driver.is_none()
+    }
+
+    /// A mixed mesh: one proxy calling the other.
+    pub(crate) fn is_mixed(&self) -> bool {
+        self.b_driver.is_some()
+    }
+
+    /// The driver of `role` (`a`, or a B role).
+    fn driver_of(&self, role: &str) -> &Driver {
+        match &self.b_driver {
+            Some(b) if role != "a" => b,
+            _ => &self.driver,
+        }
     }
 }
 
@@ -101,7 +118,7 @@ fn start_one(
 ) -> anyhow::Result<Proc> {
     let name = format!("{}-{role}", kind.key);
     let log = dir.join(format!("{name}.log"));
-    let cmd = match &kind.driver {
+    let cmd = match kind.driver_of(role) {
         Driver::Ref { bin, env } => {
             let mut c = Command::new(bin);
             c.args(["-proxy-id", &sidecar.proxy_id, "-http-addr"])

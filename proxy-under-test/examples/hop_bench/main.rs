@@ -64,6 +64,12 @@ pub(crate) struct Args {
     /// sessions) and run only `envoy-full` (TLS 1.3, full handshakes: the comparison).
     #[arg(long)]
     pub(crate) no_envoy_consul: bool,
+    /// Also run the two mixed meshes, in the same rounds: Envoy's A calling the reference
+    /// proxy's B (`envoy→ref`, Envoy as Consul renders it: TLS 1.2 on the hop) and the
+    /// reference proxy's A calling Envoy's B (`ref→envoy`). Every path is checked through
+    /// both before measuring: the two interoperate.
+    #[arg(long)]
+    pub(crate) mixed: bool,
     /// Only the phases whose name contains this (`L4 throughput`, `L4 round trip`,
     /// `L4 new connections`, `HTTP/1.1`, `HTTP/2`, `gRPC`, `router`).
     #[arg(long)]
@@ -131,6 +137,7 @@ fn kinds(args: &Args) -> anyhow::Result<Vec<Kind>> {
             bin: ref_bin(args)?,
             env: Vec::new(),
         },
+        b_driver: None,
         plane: Plane::Consul,
     }];
     for (i, spec) in args.also.iter().enumerate() {
@@ -153,6 +160,7 @@ fn kinds(args: &Args) -> anyhow::Result<Vec<Kind>> {
             label: label.to_owned(),
             key: format!("r{}", i + 1),
             driver: Driver::Ref { bin, env },
+            b_driver: None,
             plane: Plane::Consul,
         });
     }
@@ -170,13 +178,30 @@ fn kinds(args: &Args) -> anyhow::Result<Vec<Kind>> {
             label: "envoy-full".into(),
             key: "f".into(),
             driver: driver.clone(),
+            b_driver: None,
             plane: Plane::Full,
         });
+        if args.mixed {
+            let reference = v[0].driver.clone();
+            for (label, key, a, b) in [
+                ("envoy→ref", "m1", driver.clone(), reference.clone()),
+                ("ref→envoy", "m2", reference, driver.clone()),
+            ] {
+                v.push(Kind {
+                    label: label.into(),
+                    key: key.into(),
+                    driver: a,
+                    b_driver: Some(b),
+                    plane: Plane::Consul,
+                });
+            }
+        }
         if !args.no_envoy_consul {
             v.push(Kind {
                 label: "envoy-consul".into(),
                 key: "e".into(),
                 driver,
+                b_driver: None,
                 plane: Plane::Consul,
             });
         }

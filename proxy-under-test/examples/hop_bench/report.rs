@@ -132,7 +132,7 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
         sheet.add("peak RSS A + B(tcp), MiB", None, 1, i + 1, pair);
     }
     let mut envoy_tls = Vec::new();
-    for d in deployed.iter().filter(|d| d.kind.is_envoy()) {
+    for d in deployed.iter().filter(|d| !d.admin.is_empty()) {
         envoy_tls.push((d.kind.clone(), checks::envoy_tls(d).await?));
     }
     // Router changes time xDS delivery, which the TLS plane does not change: envoy-full is left
@@ -142,7 +142,7 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
         .any(|k| k.is_envoy() && k.plane == Plane::Consul);
     let mut change_rows = Vec::new();
     for d in &deployed {
-        if d.kind.is_envoy() && d.kind.plane == Plane::Full && consul_envoy {
+        if (d.kind.is_envoy() && d.kind.plane == Plane::Full && consul_envoy) || d.kind.is_mixed() {
             continue;
         }
         eprintln!("router changes: {}", d.kind.label);
@@ -168,10 +168,16 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
             args.envoy_concurrency
         );
     }
-    for k in &kinds {
+    for k in kinds.iter().filter(|k| !k.is_mixed()) {
         if let Driver::Ref { bin, env } = &k.driver {
             println!("- {}: `{}` {env:?}", k.label, bin.display());
         }
+    }
+    if kinds.iter().any(Kind::is_mixed) {
+        println!(
+            "- `envoy→ref`: Envoy's A (as Consul renders it) calling the reference proxy's B; \
+             `ref→envoy`: the reference proxy's A calling Envoy's B (both on the first sim)"
+        );
     }
     println!(
         "- {rounds_n} interleaved rounds, {phase} ms per phase and path; medians over rounds; \
@@ -193,8 +199,13 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
     }
     println!("\nEnvoy's own TLS counters over the run:");
     for (k, (a, b)) in &envoy_tls {
-        println!("- {}: A's upstream clusters: {a}", k.label);
-        println!("- {}: B(tcp)'s public listener: {b}", k.label);
+        // A mixed mesh has Envoy on one end only.
+        if !k.is_mixed() || a.handshakes > 0 {
+            println!("- {}: A's upstream clusters: {a}", k.label);
+        }
+        if !k.is_mixed() || b.handshakes > 0 {
+            println!("- {}: B(tcp)'s public listener: {b}", k.label);
+        }
         let not13 = a
             .versions
             .keys()
