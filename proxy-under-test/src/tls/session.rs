@@ -8,6 +8,7 @@ mod handshake;
 mod record;
 mod relay;
 mod rx;
+mod shrink;
 mod stream;
 mod tx;
 

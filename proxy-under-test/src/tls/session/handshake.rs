@@ -123,6 +123,7 @@ pub(crate) async fn connect<IO: AsyncRead + AsyncWrite + Unpin>(
             tx,
             kernel,
             info,
+            shrink: Default::default(),
         })
 }
 
@@ -155,6 +156,7 @@ async fn accept_with<IO: AsyncRead + AsyncWrite + Unpin>(
             tx,
             kernel,
             info,
+            shrink: Default::default(),
         })
 }
 

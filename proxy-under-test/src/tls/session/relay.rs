@@ -85,6 +85,7 @@ where
         if down == Dir::Done && up == Dir::Done {
             Poll::Ready(Ok(()))
         } else {
+            tls.shrink.poll(cx, &mut tls.rx, &mut tls.tx);
             Poll::Pending
         }
     })

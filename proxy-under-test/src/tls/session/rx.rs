@@ -44,6 +44,8 @@ pub(crate) struct Rx {
     failed: Option<SessionError>,
     /// The peer asked for our KeyUpdate (the send half sends it).
     pub(crate) key_update_due: bool,
+    /// Bytes read from the socket so far.
+    read: u64,
 }
 
 impl Rx {
@@ -67,6 +69,27 @@ impl Rx {
             close_notify,
             failed: None,
             key_update_due: false,
+            read: 0,
+        }
+    }
+
+    /// Bytes read from the socket so far.
+    pub(crate) fn bytes_read(&self) -> u64 {
+        self.read
+    }
+
+    /// The buffer grew past its starting size.
+    pub(crate) fn is_big(&self) -> bool {
+        self.buf.len() > RX_START
+    }
+
+    /// Back to the starting size, unless bytes are still held (plaintext not written out, or a
+    /// partial record).
+    pub(crate) fn shrink(&mut self) {
+        if self.plain.is_empty() && self.parsed == self.filled && self.is_big() {
+            self.buf = vec![0; RX_START];
+            self.parsed = 0;
+            self.filled = 0;
         }
     }
 
@@ -162,6 +185,7 @@ impl Rx {
         ready!(Pin::new(io).poll_read(cx, &mut rb))?;
         let n = rb.filled().len();
         self.filled += n;
+        self.read += n as u64;
         if n == space && self.buf.len() < RX_MAX {
             self.buf.resize(RX_MAX, 0);
         }

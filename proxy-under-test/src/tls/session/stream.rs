@@ -12,6 +12,7 @@ use rustls_pki_types::CertificateDer;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::rx::Rx;
+use super::shrink::Shrink;
 use super::tx::Tx;
 use super::{Kernel, SessionInfo};
 
@@ -22,6 +23,8 @@ pub(crate) struct TlsStream<IO> {
     pub(super) tx: Tx,
     pub(super) kernel: Kernel,
     pub(super) info: SessionInfo,
+    /// Gives bulk-sized buffers back once the connection is quiet.
+    pub(super) shrink: Shrink,
 }
 
 impl<IO> TlsStream<IO> {
@@ -68,7 +71,13 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for TlsStream<IO> {
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let more = ready!(this.rx.poll_plain(cx, &mut this.io, &mut this.kernel))?;
+        let more = match this.rx.poll_plain(cx, &mut this.io, &mut this.kernel) {
+            Poll::Pending => {
+                this.shrink.poll(cx, &mut this.rx, &mut this.tx);
+                return Poll::Pending;
+            }
+            Poll::Ready(r) => r?,
+        };
         if more {
             this.rx.read_into(out);
         }

@@ -6,6 +6,7 @@
 mod faults;
 mod interop;
 mod relay;
+mod shrink;
 
 use std::sync::Arc;
 use std::time::Duration;

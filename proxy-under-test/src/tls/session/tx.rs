@@ -27,6 +27,8 @@ pub(crate) struct Tx {
     end: usize,
     /// close_notify queued: nothing more may be sent.
     pub(crate) closed: bool,
+    /// Bytes written to the socket so far.
+    sent: u64,
 }
 
 impl Tx {
@@ -38,6 +40,7 @@ impl Tx {
             start: 0,
             end: 0,
             closed: false,
+            sent: 0,
         }
     }
 
@@ -53,6 +56,25 @@ impl Tx {
 
     fn overhead(&self) -> usize {
         self.sealer.prefix() + self.sealer.suffix()
+    }
+
+    /// Bytes written to the socket so far.
+    pub(crate) fn bytes_sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// The buffer grew past one record's slot.
+    pub(crate) fn is_big(&self) -> bool {
+        self.buf.len() > self.slot()
+    }
+
+    /// Back to one record's slot, unless sealed bytes are still unsent.
+    pub(crate) fn shrink(&mut self) {
+        if !self.pending() && self.is_big() {
+            self.buf = vec![0; self.slot()];
+            self.start = 0;
+            self.end = 0;
+        }
     }
 
     pub(crate) fn pending(&self) -> bool {
@@ -76,6 +98,7 @@ impl Tx {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
             self.start += n;
+            self.sent += n as u64;
         }
         self.start = 0;
         self.end = 0;
