@@ -7,6 +7,22 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::*;
 use crate::tls::session::shrink::SHRINK_AFTER;
 
+/// `data` written (and flushed) by `w` while `r` reads it into `got`, the writer polled first.
+async fn transfer<W, R>(w: &mut W, r: &mut R, data: &[u8], got: &mut [u8])
+where
+    W: AsyncWrite + Unpin,
+    R: AsyncRead + Unpin,
+{
+    let send = async {
+        w.write_all(data).await?;
+        w.flush().await
+    };
+    let (sent, read) = tokio::join!(send, r.read_exact(got));
+    sent.unwrap();
+    read.unwrap();
+    assert_eq!(got, data);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_quiet_connection_gives_its_bulk_buffers_back_and_keeps_them_until_then() {
     let pki = pki(None, &[]);
@@ -15,22 +31,8 @@ async fn a_quiet_connection_gives_its_bulk_buffers_back_and_keeps_them_until_the
     // Ours sends first: the peer is polled only after ours filled the pipe, so ours seals ahead
     // under back-pressure (its send buffer grows); then the peer sends, and ours reads in bulk.
     let mut got = vec![0u8; data.len()];
-    let send = async {
-        ours.write_all(&data).await?;
-        ours.flush().await
-    };
-    let (w, r) = tokio::join!(send, theirs.read_exact(&mut got));
-    w.unwrap();
-    r.unwrap();
-    assert_eq!(got, data);
-    let send = async {
-        theirs.write_all(&data).await?;
-        theirs.flush().await
-    };
-    let (w, r) = tokio::join!(send, ours.read_exact(&mut got));
-    w.unwrap();
-    r.unwrap();
-    assert_eq!(got, data);
+    transfer(&mut ours, &mut theirs, &data, &mut got).await;
+    transfer(&mut theirs, &mut ours, &data, &mut got).await;
     assert!(ours.tx.is_big(), "back-pressure grew the send buffer");
     assert!(ours.rx.is_big(), "a bulk read grew the receive buffer");
 
