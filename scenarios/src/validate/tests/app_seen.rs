@@ -21,29 +21,40 @@ fn app_headers_need_a_2xx_names_and_a_payload() {
     good(&with_jwt(&format!(
         "{{ kind = \"http\", {WEB}, path = \"/\", {valid}, status = 200, app_headers = {{ x-jwt = \"{{jwt-payload-padded}}\" }} }}"
     )));
-    let (f, m) = bad(&with_jwt(&format!(
-        "{{ kind = \"http\", {WEB}, path = \"/\", status = 403, app_without = [\"x\"] }}"
-    )));
-    assert_eq!(f, "steps[0].check.app_without", "{m}");
-    let (f, _) = bad(&with_jwt(&format!(
-        "{{ kind = \"http\", {WEB}, path = \"/\", status = 200, app_headers = {{ X-Up = \"v\" }} }}"
-    )));
-    assert_eq!(f, "steps[0].check.app_headers");
-    let (f, m) = bad(&with_jwt(&format!(
-        "{{ kind = \"http\", {WEB}, path = \"/\", status = 200, app_headers = {{ x = \"{{jwt-payload}}\" }} }}"
-    )));
-    assert_eq!(f, "steps[0].check.app_headers.x", "{m}");
-    let (f, _) = bad(&with_jwt(&format!(
-        "{{ kind = \"http\", {WEB}, path = \"/\", jwt = {{ provider = \"okta\", token = \"missing\" }}, status = 200, app_headers = {{ x = \"{{jwt-payload}}\" }} }}"
-    )));
-    assert_eq!(f, "steps[0].check.app_headers.x");
-    let (f, m) = bad(&with_jwt(&format!(
-        "{{ kind = \"http\", {WEB}, path = \"/\", {valid}, status = 200, app_headers = {{ x = \"{{jwt}}\" }} }}"
-    )));
-    assert_eq!(f, "steps[0].check.app_headers.x");
-    assert!(m.contains("{jwt-payload}"), "{m}");
-    let (f, _) = bad(&with_jwt(&format!(
-        "{{ kind = \"http\", {WEB}, path = \"/\", status = 200, app_headers = {{ x = \"1\" }}, app_without = [\"x\"] }}"
-    )));
-    assert_eq!(f, "steps[0].check.app_without[0]");
+    // Each check's fields, and the field its error names.
+    let refused = [
+        (
+            r#"path = "/", status = 403, app_without = ["x"]"#,
+            "steps[0].check.app_without",
+        ),
+        (
+            r#"path = "/", status = 200, app_headers = { X-Up = "v" }"#,
+            "steps[0].check.app_headers",
+        ),
+        (
+            r#"path = "/", status = 200, app_headers = { x = "{jwt-payload}" }"#,
+            "steps[0].check.app_headers.x",
+        ),
+        (
+            r#"path = "/", jwt = { provider = "okta", token = "missing" }, status = 200, app_headers = { x = "{jwt-payload}" }"#,
+            "steps[0].check.app_headers.x",
+        ),
+        (
+            r#"path = "/", jwt = { provider = "okta", token = "valid" }, status = 200, app_headers = { x = "{jwt}" }"#,
+            "steps[0].check.app_headers.x",
+        ),
+        (
+            r#"path = "/", status = 200, app_headers = { x = "1" }, app_without = ["x"]"#,
+            "steps[0].check.app_without[0]",
+        ),
+    ];
+    for (fields, field) in refused {
+        let (f, m) = bad(&with_jwt(&format!(
+            "{{ kind = \"http\", {WEB}, {fields} }}"
+        )));
+        assert_eq!(f, field, "{fields}: {m}");
+        if fields.contains("{jwt}") {
+            assert!(m.contains("{jwt-payload}"), "{m}");
+        }
+    }
 }

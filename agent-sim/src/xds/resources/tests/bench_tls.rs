@@ -8,7 +8,7 @@ use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
     CommonTlsContext, DownstreamTlsContext, UpstreamTlsContext,
     downstream_tls_context::SessionTicketKeysType,
 };
-use envoy_types::pb::google::protobuf::UInt32Value;
+use envoy_types::pb::google::protobuf::{Any, UInt32Value};
 use prost::{Message, Name};
 use serde_json::json;
 
@@ -81,36 +81,35 @@ fn off_by_default() {
             tls_mode: mode,
             ..Default::default()
         };
-        let a = for_proxy(&c.store, "web-sidecar-proxy", &default)
-            .expect("builds")
-            .expect("exists");
-        assert_eq!(a.resources, render(&c, mode, false));
+        let a = render_with(&c, &default);
+        assert_eq!(a, render(&c, mode, false));
         // No resumption field is set anywhere by default.
-        for l in a.resources.of(types::LISTENER) {
+        for l in a.of(types::LISTENER) {
             let l: Listener = decode(&l.any);
-            for fc in &l.filter_chains {
-                if let Some(ConfigType::TypedConfig(t)) = fc
-                    .transport_socket
-                    .as_ref()
-                    .and_then(|s| s.config_type.as_ref())
-                {
-                    let ctx: DownstreamTlsContext = decode(t);
-                    assert!(ctx.session_ticket_keys_type.is_none());
-                    assert!(!ctx.disable_stateful_session_resumption);
-                }
+            for t in l
+                .filter_chains
+                .iter()
+                .filter_map(|fc| tls_config(&fc.transport_socket))
+            {
+                let ctx: DownstreamTlsContext = decode(t);
+                assert!(ctx.session_ticket_keys_type.is_none());
+                assert!(!ctx.disable_stateful_session_resumption);
             }
         }
-        for cl in a.resources.of(types::CLUSTER) {
+        for cl in a.of(types::CLUSTER) {
             let cl: Cluster = decode(&cl.any);
-            if let Some(ConfigType::TypedConfig(t)) = cl
-                .transport_socket
-                .as_ref()
-                .and_then(|s| s.config_type.as_ref())
-            {
+            if let Some(t) = tls_config(&cl.transport_socket) {
                 let ctx: UpstreamTlsContext = decode(t);
                 assert!(ctx.max_session_keys.is_none());
             }
         }
+    }
+}
+
+/// The typed config of a transport socket, if it has one.
+fn tls_config(s: &Option<TransportSocket>) -> Option<&Any> {
+    match s.as_ref()?.config_type.as_ref()? {
+        ConfigType::TypedConfig(a) => Some(a),
     }
 }
 

@@ -25,24 +25,10 @@ fn sim_with_query() -> Control {
     c
 }
 
-fn resources(c: &Control, mode: TlsMode) -> Resources {
-    for_proxy(
-        &c.store,
-        "web-sidecar-proxy",
-        &XdsConfig {
-            tls_mode: mode,
-            ..Default::default()
-        },
-    )
-    .expect("builds")
-    .expect("proxy exists")
-    .resources
-}
-
 #[test]
 fn prepared_query_upstream_is_a_query_sni_cluster_and_listener() {
     let c = sim_with_query();
-    let r = resources(&c, TlsMode::Inline);
+    let r = build(&c, TlsMode::Inline).resources;
     let sni = format!("geo-cache.default.dc1.query.{}", c.trust_domain());
     let cluster: Cluster = get(&r, types::CLUSTER, &sni);
     assert!(
@@ -98,7 +84,7 @@ fn prepared_query_upstream_is_a_query_sni_cluster_and_listener() {
         output: None,
     })
     .unwrap();
-    let r = resources(&c, TlsMode::Inline);
+    let r = build(&c, TlsMode::Inline).resources;
     let cla: ClusterLoadAssignment = get(&r, types::ENDPOINT, &sni);
     assert!(cla.endpoints[0].lb_endpoints.is_empty());
 }
@@ -107,7 +93,7 @@ fn prepared_query_upstream_is_a_query_sni_cluster_and_listener() {
 fn envoy_accepts_a_prepared_query_upstream() {
     let c = sim_with_query();
     for mode in [TlsMode::Inline, TlsMode::Sds] {
-        let r = resources(&c, mode);
+        let r = build(&c, mode).resources;
         validate(&format!("prepared query upstream ({})", mode.as_str()), &r)
             .expect("envoy accepts");
     }
