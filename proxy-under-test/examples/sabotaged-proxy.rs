@@ -3,12 +3,10 @@
 //! (`cargo build -p proxy-under-test --example sabotaged-proxy --features sabotage`), never
 //! part of a release build, and never the `proxy-under-test` binary itself.
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     proxy_under_test::cli_main(
         std::env::args_os()
             .map(|a| a.to_string_lossy().into())
             .collect(),
     )
-    .await
 }

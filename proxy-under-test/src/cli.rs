@@ -12,7 +12,7 @@ use crate::agent::types::AgentService;
 
 mod entry;
 
-pub use self::entry::{Invocation, RunError, cli_main, parse_args, run};
+pub use self::entry::{Invocation, RunError, cli_main, parse_args, run, runtime_threads};
 
 /// Long flags accepted with a single dash (`-proxy-id web`, `-proxy-id=web`) as well as two.
 pub const LONG_FLAGS: [&str; 7] = [
@@ -52,6 +52,11 @@ pub enum CliError {
         /// Candidate proxy IDs, comma-separated.
         ids: String,
     },
+    /// `TOKIO_WORKER_THREADS` is not a thread count.
+    #[error(
+        "TOKIO_WORKER_THREADS={0:?} is not a number of threads (1 or more): fix or unset it, or pass --threads N"
+    )]
+    WorkerThreads(String),
     /// Listing services failed.
     #[error("Failed looking up sidecar proxy info for {sidecar_for}: {error}")]
     Lookup {
@@ -122,6 +127,10 @@ pub struct Cli {
     /// connections share the main multi-threaded runtime).
     #[arg(long)]
     pub workers: Option<usize>,
+    /// Threads of the proxy's runtime (default: env TOKIO_WORKER_THREADS, else half the
+    /// machine's cores, at least one).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// Environment values the CLI reads (injected, never set).
@@ -149,6 +158,8 @@ pub struct Env {
     pub proxy_id: Option<String>,
     /// `CONNECT_SIDECAR_FOR`.
     pub sidecar_for: Option<String>,
+    /// `TOKIO_WORKER_THREADS`: the runtime's threads when `--threads` is not given.
+    pub worker_threads: Option<String>,
 }
 
 impl Env {
@@ -167,6 +178,7 @@ impl Env {
             http_ssl_verify: g("CONSUL_HTTP_SSL_VERIFY"),
             proxy_id: g("CONNECT_PROXY_ID"),
             sidecar_for: g("CONNECT_SIDECAR_FOR"),
+            worker_threads: g("TOKIO_WORKER_THREADS"),
         }
     }
 }

@@ -11,13 +11,7 @@ pub fn reference_proxy(args: Vec<String>) -> ExitCode {
     let argv: Vec<String> = std::iter::once("proxy-under-test".to_owned())
         .chain(args)
         .collect();
-    match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt.block_on(proxy_under_test::cli_main(argv)),
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            ExitCode::from(1)
-        }
-    }
+    proxy_under_test::cli_main(argv)
 }
 
 /// Runs `redirect-traffic` with `args` (its flags, e.g. `-proxy-id db-sidecar-proxy

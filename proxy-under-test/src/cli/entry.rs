@@ -1,6 +1,7 @@
 //! The command-line entry point, shared by the `proxy-under-test` binary and the conformance
 //! harness (which bundles the reference proxy): parse the flags, read the environment (here and
-//! nowhere else), set up logging, resolve `-sidecar-for`, run until SIGTERM or Ctrl-C.
+//! nowhere else), set up logging, build the runtime, resolve `-sidecar-for`, run until SIGTERM or
+//! Ctrl-C.
 
 use std::ffi::OsString;
 use std::future::Future;
@@ -43,6 +44,9 @@ pub enum RunError {
     /// The connection worker threads could not start.
     #[error("cannot start the connection workers: {0}")]
     Workers(std::io::Error),
+    /// The runtime's threads could not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
 }
 
 /// Parses `args` (program name first, like `std::env::args`), accepting Go-style single-dash
@@ -61,10 +65,10 @@ where
 }
 
 /// Runs the proxy like the `proxy-under-test` binary does with `args` (program name first):
-/// flags and environment, logs on stderr, until SIGTERM or Ctrl-C. Usage errors and failures
-/// print a message and return status 1; `--help` and `--version` return 0. Call it on a
-/// multi-threaded Tokio runtime.
-pub async fn cli_main(args: Vec<String>) -> ExitCode {
+/// flags and environment, logs on stderr, on a multi-threaded Tokio runtime of its own with
+/// [`runtime_threads`] threads, until SIGTERM or Ctrl-C. Usage errors and failures print a
+/// message and return status 1; `--help` and `--version` return 0. Call it outside any runtime.
+pub fn cli_main(args: Vec<String>) -> ExitCode {
     let invocation = match parse_args(args) {
         Ok(i) => i,
         Err(e) => {
@@ -78,12 +82,45 @@ pub async fn cli_main(args: Vec<String>) -> ExitCode {
     };
     init_logs(&invocation.cli.log_level, invocation.cli.log_json);
     let env = Env::from_lookup(|k| std::env::var(k).ok());
-    match run(invocation, &env, shutdown_signal()).await {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let runtime = runtime_threads(invocation.cli.threads, env.worker_threads.as_deref(), cores)
+        .map_err(RunError::from)
+        .and_then(|threads| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .enable_all()
+                .build()
+                .map_err(RunError::Runtime)
+        });
+    let result = runtime.and_then(|rt| rt.block_on(run(invocation, &env, shutdown_signal())));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", error_chain(&e));
             ExitCode::from(1)
         }
+    }
+}
+
+/// The runtime's thread count: `--threads` if given, else `TOKIO_WORKER_THREADS` (`env`), else
+/// half of the machine's `cores`, at least one. A sidecar shares its machine with the
+/// application it fronts; on the 2-core benchmark machine one thread had lower CPU per byte,
+/// per connection and per request than two on every path of `hop_bench`, and as many or more
+/// connections and requests per second (docs/benchmarks.md, issue 23's sixth pass).
+pub fn runtime_threads(
+    flag: Option<u16>,
+    env: Option<&str>,
+    cores: usize,
+) -> Result<usize, CliError> {
+    if let Some(n) = flag {
+        return Ok(usize::from(n));
+    }
+    match env {
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(CliError::WorkerThreads(v.to_owned())),
+        },
+        None => Ok((cores / 2).max(1)),
     }
 }
 

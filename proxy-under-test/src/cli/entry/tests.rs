@@ -107,3 +107,39 @@ async fn run_fails_clearly_without_a_registration_or_a_token_file() {
         .unwrap_err();
     assert_eq!(err.to_string(), "No sidecar proxy registered for db");
 }
+
+#[test]
+fn runtime_threads_flag_then_env_then_half_the_cores() {
+    assert_eq!(runtime_threads(Some(3), Some("8"), 2).unwrap(), 3);
+    assert_eq!(runtime_threads(None, Some("8"), 2).unwrap(), 8);
+    assert_eq!(runtime_threads(None, Some(" 2 "), 16).unwrap(), 2);
+    for (cores, threads) in [(1, 1), (2, 1), (3, 1), (4, 2), (16, 8)] {
+        assert_eq!(
+            runtime_threads(None, None, cores).unwrap(),
+            threads,
+            "{cores} cores"
+        );
+    }
+    for bad in ["0", "-1", "two", "1.5"] {
+        let err = runtime_threads(None, Some(bad), 2).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("TOKIO_WORKER_THREADS={bad:?}")),
+            "{err}"
+        );
+        assert!(err.contains("--threads N"), "{err}");
+    }
+}
+
+#[test]
+fn threads_flag_takes_a_positive_count() {
+    let inv = parse_args(argv(&["-proxy-id", "p", "--threads", "2"])).unwrap();
+    assert_eq!(inv.cli.threads, Some(2));
+    assert_eq!(
+        parse_args(argv(&["-proxy-id", "p"])).unwrap().cli.threads,
+        None
+    );
+    for bad in ["0", "x", "-3"] {
+        let err = parse_args(argv(&["-proxy-id", "p", "--threads", bad])).unwrap_err();
+        assert!(err.use_stderr(), "{bad}");
+    }
+}
