@@ -51,7 +51,7 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) ref_bin: Option<PathBuf>,
     /// Another reference-proxy variant, `LABEL=PATH[,VAR=VALUE...]` (repeatable), e.g.
-    /// `--also 'before=/tmp/put-before'` or `--also '1 worker=target/release/proxy-under-test,TOKIO_WORKER_THREADS=1'`.
+    /// `--also 'before=/tmp/put-before'` or `--also '2 threads=target/release/proxy-under-test,TOKIO_WORKER_THREADS=2'`.
     #[arg(long)]
     pub(crate) also: Vec<String>,
     /// The Envoy binary (default: the workspace's `.tools/envoy-1.40.0/envoy/_bin/envoy`).
