@@ -111,15 +111,17 @@ impl std::fmt::Display for TlsCounts {
 
 /// Envoy's TLS counters of the hop over the run: A's upstream clusters (the client side of every
 /// hop of the kind) and B(tcp)'s public listener (the server side of the L4 hop, the bench's
-/// resumption probe included).
-pub(crate) async fn envoy_tls(d: &Deployed) -> anyhow::Result<(TlsCounts, TlsCounts)> {
-    let mut out = [TlsCounts::default(), TlsCounts::default()];
+/// resumption probe included); `None` for an end that is not Envoy (a mixed mesh).
+pub(crate) async fn envoy_tls(
+    d: &Deployed,
+) -> anyhow::Result<(Option<TlsCounts>, Option<TlsCounts>)> {
+    let mut out = [None, None];
     for (i, role, scope) in [(0, "a", "cluster."), (1, "tcp", "listener.")] {
         let Some(admin) = d.admin.get(role) else {
             continue;
         };
         let text = admin_get(*admin, "/stats?filter=ssl").await?;
-        let t = &mut out[i];
+        let t = out[i].insert(TlsCounts::default());
         for line in text.lines() {
             let Some((name, v)) = line.split_once(": ") else {
                 continue;

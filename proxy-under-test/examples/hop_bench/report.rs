@@ -199,24 +199,19 @@ pub(crate) async fn run(args: &Args, kinds: Vec<Kind>) -> anyhow::Result<()> {
     }
     println!("\nEnvoy's own TLS counters over the run:");
     for (k, (a, b)) in &envoy_tls {
-        // A mixed mesh has Envoy on one end only.
-        if !k.is_mixed() || a.handshakes > 0 {
+        if let Some(a) = a {
             println!("- {}: A's upstream clusters: {a}", k.label);
         }
-        if !k.is_mixed() || b.handshakes > 0 {
+        if let Some(b) = b {
             println!("- {}: B(tcp)'s public listener: {b}", k.label);
         }
-        let not13 = a
-            .versions
-            .keys()
-            .chain(b.versions.keys())
+        let ends = || a.iter().chain(b);
+        let reused: u64 = ends().map(|t| t.reused).sum();
+        let not13 = ends()
+            .flat_map(|t| t.versions.keys())
             .any(|v| v != "TLSv1.3");
-        let not_x25519 = a
-            .curves
-            .keys()
-            .chain(b.curves.keys())
-            .any(|c| c != "X25519");
-        if k.plane == Plane::Full && (a.reused + b.reused > 0 || not13 || not_x25519) {
+        let not_x25519 = ends().flat_map(|t| t.curves.keys()).any(|c| c != "X25519");
+        if k.plane == Plane::Full && (reused > 0 || not13 || not_x25519) {
             println!(
                 "- **{}: the hop resumed sessions or negotiated something other than TLS 1.3 \
                  with X25519: not the issue's comparison**",
