@@ -104,9 +104,10 @@ pub fn cli_main(args: Vec<String>) -> ExitCode {
 
 /// The runtime's thread count: `--threads` if given, else `TOKIO_WORKER_THREADS` (`env`), else
 /// half of the machine's `cores`, at least one. A sidecar shares its machine with the
-/// application it fronts; on the 2-core benchmark machine one thread had lower CPU per byte,
-/// per connection and per request than two on every path of `hop_bench`, and as many or more
-/// connections and requests per second (docs/benchmarks.md, issue 23's sixth pass).
+/// application it fronts; on the 2-core benchmark machine one thread had lower CPU per
+/// connection and per request than two and the same per byte, and as many or more connections and
+/// requests per second on every `hop_bench` path but the 64 B round trip's median
+/// (docs/benchmarks.md, issue 23's sixth pass).
 pub fn runtime_threads(
     flag: Option<u16>,
     env: Option<&str>,
