@@ -77,6 +77,24 @@ impl SessionError {
         }
     }
 
+    /// The fatal alert this error owes the peer (RFC 8446 section 6.2, RFC 5246 section 7.2.2),
+    /// if any: none when the peer's own alert or its close ended the connection, or for limits
+    /// and failures of our own.
+    pub(crate) fn alert(&self) -> Option<rustls::AlertDescription> {
+        use rustls::AlertDescription as A;
+        match self {
+            Self::BadRecordMac => Some(A::BadRecordMac),
+            Self::RecordOverflow(_) => Some(A::RecordOverflow),
+            Self::UnexpectedMessage(_) => Some(A::UnexpectedMessage),
+            Self::Decode(_) => Some(A::DecodeError),
+            Self::PeerAlert(_)
+            | Self::Truncated
+            | Self::Limit
+            | Self::UnsupportedSuite
+            | Self::Rustls(_) => None,
+        }
+    }
+
     /// As an I/O error, message and machine name (truncation is `UnexpectedEof`, as with rustls).
     pub(crate) fn to_io(&self) -> io::Error {
         let kind = match self {

@@ -114,7 +114,7 @@ where
                     *state = Dir::ShuttingDown;
                     continue;
                 }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(tls.fail(cx, e))),
                 Poll::Pending => {
                     ready!(Pin::new(&mut *app).poll_flush(cx))?;
                     return Poll::Pending;

@@ -42,6 +42,8 @@ pub(crate) struct Rx {
     /// The peer's close_notify arrived: end of stream.
     pub(crate) close_notify: bool,
     failed: Option<SessionError>,
+    /// The fatal alert owed to the peer for the error in `failed`, until the send half took it.
+    alert: Option<rustls::AlertDescription>,
     /// The peer asked for our KeyUpdate (the send half sends it).
     pub(crate) key_update_due: bool,
     /// Bytes read from the socket so far.
@@ -68,6 +70,7 @@ impl Rx {
             hs: Vec::new(),
             close_notify,
             failed: None,
+            alert: None,
             key_update_due: false,
             read: 0,
         }
@@ -153,6 +156,7 @@ impl Rx {
             }
             if let Err(e) = self.open_all(kernel) {
                 let err = e.to_io();
+                self.alert = e.alert();
                 self.failed = Some(e);
                 return Poll::Ready(Err(err));
             }
@@ -163,6 +167,11 @@ impl Rx {
                 self.failed = Some(SessionError::Truncated);
             }
         }
+    }
+
+    /// The fatal alert owed to the peer for the receive error, once.
+    pub(crate) fn take_alert(&mut self) -> Option<rustls::AlertDescription> {
+        self.alert.take()
     }
 
     /// Reads what the socket holds after the unopened bytes (only with no plaintext queued).

@@ -50,6 +50,18 @@ impl<IO> TlsStream<IO> {
 }
 
 impl<IO: AsyncRead + AsyncWrite + Unpin> TlsStream<IO> {
+    /// After a receive error: the fatal alert it owes the peer, sealed after whatever was still
+    /// unsent and written as far as the socket takes it now (best effort: the connection ends
+    /// with `err` whether or not the alert left). Returns `err`.
+    pub(super) fn fail(&mut self, cx: &mut Context<'_>, err: io::Error) -> io::Error {
+        if let Some(desc) = self.rx.take_alert()
+            && self.tx.fatal(desc).is_ok()
+        {
+            let _ = self.tx.poll_drain(cx, &mut self.io);
+        }
+        err
+    }
+
     /// Queues our KeyUpdate if the peer asked for one and tries to send it.
     fn answer_key_update(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
         if self.rx.key_update_due && !self.tx.closed {
@@ -76,7 +88,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for TlsStream<IO> {
                 this.shrink.poll(cx, &mut this.rx, &mut this.tx);
                 return Poll::Pending;
             }
-            Poll::Ready(r) => r?,
+            Poll::Ready(r) => r.map_err(|e| this.fail(cx, e))?,
         };
         if more {
             this.rx.read_into(out);

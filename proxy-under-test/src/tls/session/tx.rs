@@ -1,7 +1,7 @@
 //! The send half: plaintext sealed into records in place in one buffer (header and tag room
-//! left around each payload), many records written at once; close_notify, and TLS 1.3 KeyUpdate
-//! when the peer asks for one or before the suite's confidentiality limit (TLS 1.2: the
-//! connection ends there instead).
+//! left around each payload), many records written at once; close_notify, the fatal alert a
+//! receive error owes the peer, and TLS 1.3 KeyUpdate when the peer asks for one or before the
+//! suite's confidentiality limit (TLS 1.2: the connection ends there instead).
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::pin::Pin;
@@ -158,6 +158,15 @@ impl Tx {
     #[cfg(test)]
     pub(crate) fn queue_raw(&mut self, typ: u8, payload: &[u8]) -> Result<(), SessionError> {
         self.queue(typ, payload)
+    }
+
+    /// Queues a fatal alert instead of anything more (nothing is sent after it).
+    pub(crate) fn fatal(&mut self, desc: rustls::AlertDescription) -> Result<(), SessionError> {
+        if !self.closed {
+            self.closed = true;
+            self.queue(content::ALERT, &[2, u8::from(desc)])?;
+        }
+        Ok(())
     }
 
     /// Queues close_notify (once).

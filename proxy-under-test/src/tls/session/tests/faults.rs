@@ -1,5 +1,6 @@
 //! Faults on the wire and key changes: a tampered record and an oversized one are errors with
-//! no plaintext delivered; a TCP close without close_notify is an error after the data before
+//! no plaintext delivered, and the peer is told with the matching fatal alert (by the stream and
+//! by the relay); a TCP close without close_notify is an error after the data before
 //! it; application data in the client's Finished flight is delivered; a peer's KeyUpdate (with
 //! and without update_requested) is followed; our own KeyUpdate before the confidentiality
 //! limit is followed by buffered rustls; at the limit TLS 1.2 ends the connection.
@@ -7,7 +8,7 @@
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::mpsc;
 
 use super::*;
@@ -75,6 +76,16 @@ async fn over_mitm(
     (ours.unwrap(), theirs.unwrap(), m.tamper, m.inject)
 }
 
+/// The error the peer's next read ends with (a bounded wait: a peer never told would hang).
+async fn alert_read<S: AsyncRead + Unpin>(peer: &mut S) -> std::io::Error {
+    let mut buf = [0u8; 16];
+    let read = peer.read(&mut buf);
+    match tokio::time::timeout(Duration::from_secs(10), read).await {
+        Ok(r) => r.expect_err("the peer read data, not an error"),
+        Err(_) => panic!("the peer was told nothing in 10 s"),
+    }
+}
+
 #[tokio::test]
 async fn a_tampered_record_is_an_error_and_delivers_nothing() {
     for suite in suites() {
@@ -91,18 +102,54 @@ async fn a_tampered_record_is_an_error_and_delivers_nothing() {
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{suite:?}");
         assert!(err.to_string().contains("bad record MAC"), "{err}");
         assert!(ours.read(&mut got).await.is_err(), "an error is final");
+        let told = alert_read(&mut theirs).await;
+        assert!(
+            told.to_string()
+                .contains("received fatal alert: BadRecordMac"),
+            "{suite:?}: the peer was not told: {told}"
+        );
     }
+}
+
+#[tokio::test]
+async fn the_relay_tells_the_peer_too() {
+    let pki = pki(None, &[]);
+    let (mut ours, mut theirs, tamper, _) = over_mitm(&pki).await;
+    let (mut app, mut app_peer) = tokio::io::duplex(64 * 1024);
+    tamper.store(true, Ordering::SeqCst);
+    theirs.write_all(b"secret").await.unwrap();
+    theirs.flush().await.unwrap();
+    let err = crate::tls::session::relay(&mut ours, &mut app)
+        .await
+        .expect_err("tampered record relayed");
+    assert!(err.to_string().contains("bad_record_mac"), "{err}");
+    let told = alert_read(&mut theirs).await;
+    assert!(
+        told.to_string()
+            .contains("received fatal alert: BadRecordMac"),
+        "{told}"
+    );
+    drop(app);
+    let mut got = Vec::new();
+    app_peer.read_to_end(&mut got).await.unwrap();
+    assert!(got.is_empty(), "the application got {got:?}");
 }
 
 #[tokio::test]
 async fn a_record_over_the_size_limit_is_an_error() {
     let pki = pki(None, &[]);
-    let (mut ours, _theirs, _, inject) = over_mitm(&pki).await;
+    let (mut ours, mut theirs, _, inject) = over_mitm(&pki).await;
     let mut raw = vec![23, 3, 3, 0x41, 0x01];
     raw.extend(std::iter::repeat_n(0u8, 64));
     inject.send(raw).unwrap();
     let err = ours.read(&mut [0u8; 16]).await.unwrap_err();
     assert!(err.to_string().contains("record overflow"), "{err}");
+    let told = alert_read(&mut theirs).await;
+    assert!(
+        told.to_string()
+            .contains("received fatal alert: RecordOverflow"),
+        "{told}"
+    );
 }
 
 #[tokio::test]
@@ -240,10 +287,33 @@ async fn tls12_at_the_confidentiality_limit_ends_the_connection() {
 
 #[tokio::test]
 async fn an_unexpected_content_type_or_a_fatal_alert_ends_the_stream() {
-    for (typ, payload, want) in [
-        (20u8, &[1u8][..], "unexpected message"),
-        (21, &[2, 42][..], "received fatal alert: BadCertificate"),
-        (22, &[99, 0, 0, 0][..], "unexpected message"),
+    // What the server reads, and the alert the client then reads from it (none after the
+    // client's own fatal alert).
+    for (typ, payload, want, told) in [
+        (
+            20u8,
+            &[1u8][..],
+            "unexpected message",
+            Some("received fatal alert: UnexpectedMessage"),
+        ),
+        (
+            21,
+            &[2, 42][..],
+            "received fatal alert: BadCertificate",
+            None,
+        ),
+        (
+            21,
+            &[2][..],
+            "decode error",
+            Some("received fatal alert: DecodeError"),
+        ),
+        (
+            22,
+            &[99, 0, 0, 0][..],
+            "unexpected message",
+            Some("received fatal alert: UnexpectedMessage"),
+        ),
     ] {
         for suite in [suites()[0], suites()[3]] {
             let pki = pki(Some(suite), &[]);
@@ -257,6 +327,19 @@ async fn an_unexpected_content_type_or_a_fatal_alert_ends_the_stream() {
             client.flush().await.unwrap();
             let err = server.read(&mut [0u8; 8]).await.unwrap_err();
             assert!(err.to_string().contains(want), "{typ} {suite:?}: {err}");
+            match told {
+                Some(told) => {
+                    let got = alert_read(&mut client).await;
+                    assert!(got.to_string().contains(told), "{typ} {suite:?}: {got}");
+                }
+                None => {
+                    // Nothing answers a fatal alert: the client sees the stream end when the
+                    // server goes, not an alert.
+                    drop(server);
+                    let got = alert_read(&mut client).await;
+                    assert_eq!(got.kind(), std::io::ErrorKind::UnexpectedEof, "{got}");
+                }
+            }
         }
     }
 }
