@@ -42,8 +42,6 @@ pub(crate) struct Rx {
     /// The peer's close_notify arrived: end of stream.
     pub(crate) close_notify: bool,
     failed: Option<SessionError>,
-    /// The fatal alert owed to the peer for the error in `failed`, until the send half took it.
-    alert: Option<rustls::AlertDescription>,
     /// The peer asked for our KeyUpdate (the send half sends it).
     pub(crate) key_update_due: bool,
     /// Bytes read from the socket so far.
@@ -70,7 +68,6 @@ impl Rx {
             hs: Vec::new(),
             close_notify,
             failed: None,
-            alert: None,
             key_update_due: false,
             read: 0,
         }
@@ -156,7 +153,6 @@ impl Rx {
             }
             if let Err(e) = self.open_all(kernel) {
                 let err = e.to_io();
-                self.alert = e.alert();
                 self.failed = Some(e);
                 return Poll::Ready(Err(err));
             }
@@ -169,9 +165,9 @@ impl Rx {
         }
     }
 
-    /// The fatal alert owed to the peer for the receive error, once.
-    pub(crate) fn take_alert(&mut self) -> Option<rustls::AlertDescription> {
-        self.alert.take()
+    /// The fatal alert the receive error owes the peer, if the half failed with one.
+    pub(crate) fn alert_owed(&self) -> Option<rustls::AlertDescription> {
+        self.failed.as_ref()?.alert()
     }
 
     /// Reads what the socket holds after the unopened bytes (only with no plaintext queued).

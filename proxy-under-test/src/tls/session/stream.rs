@@ -50,11 +50,13 @@ impl<IO> TlsStream<IO> {
 }
 
 impl<IO: AsyncRead + AsyncWrite + Unpin> TlsStream<IO> {
-    /// After a receive error: the fatal alert it owes the peer, sealed after whatever was still
-    /// unsent and written as far as the socket takes it now (best effort: the connection ends
-    /// with `err` whether or not the alert left). Returns `err`.
+    /// After a receive error: the fatal alert it owes the peer (once: the alert closes the send
+    /// half), sealed after whatever was still unsent and written as far as the socket takes it
+    /// now (best effort: the connection ends with `err` whether or not the alert left). Returns
+    /// `err`.
     pub(super) fn fail(&mut self, cx: &mut Context<'_>, err: io::Error) -> io::Error {
-        if let Some(desc) = self.rx.take_alert()
+        if !self.tx.closed
+            && let Some(desc) = self.rx.alert_owed()
             && self.tx.fatal(desc).is_ok()
         {
             let _ = self.tx.poll_drain(cx, &mut self.io);

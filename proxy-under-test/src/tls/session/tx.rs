@@ -160,19 +160,21 @@ impl Tx {
         self.queue(typ, payload)
     }
 
-    /// Queues a fatal alert instead of anything more (nothing is sent after it).
+    /// Queues a fatal alert, unless the last alert was queued already (nothing is sent after
+    /// either).
     pub(crate) fn fatal(&mut self, desc: rustls::AlertDescription) -> Result<(), SessionError> {
-        if !self.closed {
-            self.closed = true;
-            self.queue(content::ALERT, &[2, u8::from(desc)])?;
-        }
-        Ok(())
+        self.last_alert([2, u8::from(desc)])
     }
 
     /// Queues close_notify (once).
     pub(crate) fn close(&mut self) -> Result<(), SessionError> {
+        self.last_alert([1, 0])
+    }
+
+    /// Queues the connection's last alert (`[level, description]`) once.
+    fn last_alert(&mut self, alert: [u8; 2]) -> Result<(), SessionError> {
         if !self.closed {
-            self.queue(content::ALERT, &[1, 0])?;
+            self.queue(content::ALERT, &alert)?;
             self.closed = true;
         }
         Ok(())
