@@ -7,6 +7,7 @@
 mod bounds;
 mod chain_cache;
 mod keys;
+mod kx_ahead;
 pub(crate) mod session;
 pub(crate) mod verify;
 
@@ -54,13 +55,32 @@ pub enum TlsError {
     Rustls(#[from] rustls::Error),
 }
 
-/// The process's crypto provider: ring, with its cipher suites in [`prefer_aes128`] order.
+/// X25519 with key pairs made ahead ([`kx_ahead`]): the process's first key-exchange group.
+static X25519_AHEAD: OnceLock<kx_ahead::Ahead> = OnceLock::new();
+
+fn x25519_ahead() -> &'static kx_ahead::Ahead {
+    X25519_AHEAD.get_or_init(|| kx_ahead::Ahead::new(rustls::crypto::ring::kx_group::X25519))
+}
+
+/// Makes one X25519 key pair ahead if fewer than a few are ready: for a runtime's
+/// `on_thread_park`, so the next handshakes' key shares are made while the thread would sleep.
+pub fn make_key_share_ahead() {
+    x25519_ahead().top_up();
+}
+
+/// The process's crypto provider: ring, with its cipher suites in [`prefer_aes128`] order and
+/// its X25519 key shares taken from those made ahead ([`make_key_share_ahead`]).
 pub fn provider() -> Arc<CryptoProvider> {
     static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
     PROVIDER
         .get_or_init(|| {
             let mut p = rustls::crypto::ring::default_provider();
             prefer_aes128(&mut p.cipher_suites);
+            for g in &mut p.kx_groups {
+                if g.name() == rustls::NamedGroup::X25519 {
+                    *g = x25519_ahead();
+                }
+            }
             Arc::new(p)
         })
         .clone()

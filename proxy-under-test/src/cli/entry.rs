@@ -88,6 +88,7 @@ pub fn cli_main(args: Vec<String>) -> ExitCode {
         .and_then(|threads| {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(threads)
+                .on_thread_park(crate::tls::make_key_share_ahead)
                 .enable_all()
                 .build()
                 .map_err(RunError::Runtime)

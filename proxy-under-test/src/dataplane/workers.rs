@@ -33,6 +33,7 @@ impl Workers {
         let mut stops = Vec::new();
         for i in 0..n.max(1) {
             let rt = tokio::runtime::Builder::new_current_thread()
+                .on_thread_park(crate::tls::make_key_share_ahead)
                 .enable_all()
                 .build()?;
             let (stop, stopped) = oneshot::channel::<()>();
