@@ -37,9 +37,9 @@ pub use common::{
 };
 pub use intentions::{ServiceIntentions, SourceIntention};
 pub use jwt_provider::{
-    DEFAULT_CLOCK_SKEW_SECONDS, JsonWebKeySet, JwksCluster, JwksRetryPolicy, JwtCacheConfig,
-    JwtForwardingConfig, JwtLocation, JwtLocationHeader, JwtLocationName, JwtProviderConfigEntry,
-    LocalJwks, RemoteJwks, RetryPolicyBackOff, remote_host_port,
+    DEFAULT_CLOCK_SKEW_SECONDS, JsonWebKeySet, JwksCluster, JwksRetryPolicy, JwksTlsCertificate,
+    JwtCacheConfig, JwtForwardingConfig, JwtLocation, JwtLocationHeader, JwtLocationName,
+    JwtProviderConfigEntry, LocalJwks, RemoteJwks, RetryPolicyBackOff, remote_host_port,
 };
 pub use load_balancer::{
     CookieConfig, HashPolicy, LeastRequestConfig, LoadBalancer, RingHashConfig,

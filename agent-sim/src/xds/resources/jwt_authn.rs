@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 
+use base64::Engine as _;
 use envoy_types::pb::envoy::config::cluster::v3::{
     Cluster,
     cluster::{ClusterDiscoveryType, DiscoveryType},
@@ -34,8 +35,8 @@ use envoy_types::pb::envoy::extensions::filters::network::http_connection_manage
     HttpFilter, http_filter,
 };
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
-    CertificateValidationContext, CommonTlsContext, UpstreamTlsContext,
-    common_tls_context::ValidationContextType,
+    CertificateProviderPluginInstance, CertificateValidationContext, CommonTlsContext,
+    UpstreamTlsContext, common_tls_context::ValidationContextType,
 };
 use envoy_types::pb::google::protobuf::{Any, Duration, Empty, UInt32Value};
 use prost::{Message, Name};
@@ -44,7 +45,7 @@ use super::any;
 use super::snapshot::Snapshot;
 use crate::model::config_entry::remote_host_port;
 use crate::model::config_entry::{
-    IntentionJwtProvider, JwtProviderConfigEntry, RemoteJwks as Remote,
+    IntentionJwtProvider, JwksTlsCertificate, JwtProviderConfigEntry, RemoteJwks as Remote,
 };
 use crate::model::intention::Intention;
 
@@ -314,31 +315,14 @@ fn jwks_cluster(p: &JwtProviderConfigEntry) -> Option<Cluster> {
         }
     }
     if scheme == "https" {
-        let trusted_ca = remote
+        let tls_certs = remote
             .jwks_cluster
             .as_ref()
-            .and_then(|c| c.tls_certificates.as_ref())
-            .and_then(|t| t.trusted_ca.as_ref())
-            .map(|ca| {
-                let specifier = if !ca.filename.is_empty() {
-                    data_source::Specifier::Filename(ca.filename.clone())
-                } else if !ca.environment_variable.is_empty() {
-                    data_source::Specifier::EnvironmentVariable(ca.environment_variable.clone())
-                } else {
-                    data_source::Specifier::InlineString(ca.inline_string.clone())
-                };
-                DataSource {
-                    specifier: Some(specifier),
-                    ..Default::default()
-                }
-            });
+            .and_then(|c| c.tls_certificates.as_ref());
         let tls = UpstreamTlsContext {
             common_tls_context: Some(CommonTlsContext {
                 validation_context_type: Some(ValidationContextType::ValidationContext(
-                    CertificateValidationContext {
-                        trusted_ca,
-                        ..Default::default()
-                    },
+                    cert_validation_context(tls_certs),
                 )),
                 ..Default::default()
             }),
@@ -350,4 +334,48 @@ fn jwks_cluster(p: &JwtProviderConfigEntry) -> Option<Cluster> {
         });
     }
     Some(cluster)
+}
+
+/// `makeJWTCertValidationContext`: the trusted CA from whichever source is set (a later one in
+/// Go's order Filename, EnvironmentVariable, InlineString, InlineBytes replacing an earlier
+/// one) and the CA certificate provider instance; empty without `TLSCertificates` (Envoy then
+/// verifies nothing).
+fn cert_validation_context(tls: Option<&JwksTlsCertificate>) -> CertificateValidationContext {
+    let mut vc = CertificateValidationContext::default();
+    let Some(tls) = tls else {
+        return vc;
+    };
+    if let Some(ca) = &tls.trusted_ca {
+        let mut specifier = None;
+        if !ca.filename.is_empty() {
+            specifier = Some(data_source::Specifier::Filename(ca.filename.clone()));
+        }
+        if !ca.environment_variable.is_empty() {
+            specifier = Some(data_source::Specifier::EnvironmentVariable(
+                ca.environment_variable.clone(),
+            ));
+        }
+        if !ca.inline_string.is_empty() {
+            specifier = Some(data_source::Specifier::InlineString(
+                ca.inline_string.clone(),
+            ));
+        }
+        // Kept as the JSON's base64 text; Go holds the decoded bytes.
+        if let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&ca.inline_bytes)
+            && !bytes.is_empty()
+        {
+            specifier = Some(data_source::Specifier::InlineBytes(bytes));
+        }
+        vc.trusted_ca = Some(DataSource {
+            specifier,
+            ..Default::default()
+        });
+    }
+    if let Some(pi) = &tls.ca_certificate_provider_instance {
+        vc.ca_certificate_provider_instance = Some(CertificateProviderPluginInstance {
+            instance_name: pi.instance_name.clone(),
+            certificate_name: pi.certificate_name.clone(),
+        });
+    }
+    vc
 }

@@ -5,6 +5,7 @@
 //! `envoy --mode validate` in both TLS modes.
 
 use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster::ClusterDiscoveryType};
+use envoy_types::pb::envoy::config::core::v3::{data_source, transport_socket};
 use envoy_types::pb::envoy::config::rbac::v3::{permission, principal};
 use envoy_types::pb::envoy::extensions::filters::http::jwt_authn::v3::{
     JwtAuthentication, jwt_provider::JwksSourceSpecifier, jwt_requirement::RequiresType,
@@ -13,6 +14,9 @@ use envoy_types::pb::envoy::extensions::filters::http::jwt_authn::v3::{
 use envoy_types::pb::envoy::extensions::filters::http::rbac::v3::Rbac as HttpRbac;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
     HttpConnectionManager, http_filter,
+};
+use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
+    CertificateValidationContext, UpstreamTlsContext, common_tls_context::ValidationContextType,
 };
 use serde_json::json;
 
@@ -154,6 +158,84 @@ fn jwt_filter_rbac_matchers_and_jwks_cluster() {
         "no JWKSCluster: the zero type, STATIC"
     );
     assert!(r.get(types::CLUSTER, "jwks_cluster_okta").is_none());
+}
+
+/// The JWKS cluster's validation context for an `https` URI (`makeJWTCertValidationContext`).
+fn jwks_validation(c: &Control, name: &str) -> CertificateValidationContext {
+    let r = build(c, TlsMode::Inline).resources;
+    let cluster: Cluster = get(&r, types::CLUSTER, &format!("jwks_cluster_{name}"));
+    let Some(transport_socket::ConfigType::TypedConfig(any)) =
+        cluster.transport_socket.and_then(|t| t.config_type)
+    else {
+        panic!("{name}: an https JWKS cluster has a TLS transport socket")
+    };
+    let tls: UpstreamTlsContext = decode(&any);
+    match tls
+        .common_tls_context
+        .and_then(|c| c.validation_context_type)
+    {
+        Some(ValidationContextType::ValidationContext(vc)) => vc,
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+#[test]
+fn an_https_jwks_cluster_trusts_what_tls_certificates_names() {
+    use base64::Engine as _;
+    let c = sim();
+    setup(&c);
+    let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    let remote = |cluster: serde_json::Value| json!({"URI": "https://idp.example:8443/jwks", "JWKSCluster": cluster});
+    for (name, cluster) in [
+        (
+            "bytes",
+            json!({"TLSCertificates": {"TrustedCA": {
+            "InlineBytes": base64::engine::general_purpose::STANDARD.encode(pem)}}}),
+        ),
+        (
+            "file",
+            json!({"TLSCertificates": {"TrustedCA": {"Filename": "/etc/idp-ca.pem"}}}),
+        ),
+        (
+            "plugin",
+            json!({"TLSCertificates": {"CaCertificateProviderInstance": {
+            "InstanceName": "idp", "CertificateName": "ca"}}}),
+        ),
+        ("none", json!({"DiscoveryType": "STRICT_DNS"})),
+    ] {
+        c.upsert_config_entry(&json!({"Kind": "jwt-provider", "Name": name,
+            "JSONWebKeySet": {"Remote": remote(cluster)}}))
+            .expect("entry");
+    }
+    let ca = |name| {
+        jwks_validation(&c, name)
+            .trusted_ca
+            .and_then(|d| d.specifier)
+    };
+    assert_eq!(
+        ca("bytes"),
+        Some(data_source::Specifier::InlineBytes(pem.as_bytes().to_vec())),
+        "InlineBytes is rendered decoded"
+    );
+    assert_eq!(
+        ca("file"),
+        Some(data_source::Specifier::Filename("/etc/idp-ca.pem".into()))
+    );
+    let plugin = jwks_validation(&c, "plugin");
+    assert_eq!(plugin.trusted_ca, None);
+    let instance = plugin.ca_certificate_provider_instance.expect("instance");
+    assert_eq!(
+        (
+            instance.instance_name.as_str(),
+            instance.certificate_name.as_str()
+        ),
+        ("idp", "ca")
+    );
+    assert_eq!(
+        jwks_validation(&c, "none"),
+        CertificateValidationContext::default(),
+        "no TLSCertificates: an empty validation context (Envoy verifies nothing)"
+    );
 }
 
 #[test]
