@@ -15,6 +15,7 @@
 //! and remote (cached, refetched after `CacheDuration`) key sets, [`token`] one token's
 //! extraction and validation (the `jsonwebtoken` crate, ring).
 
+mod fetch_tls;
 mod keys;
 pub mod provider;
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! Where a provider's keys come from: an inline or file JWKS, read once; or a remote JWKS
 //! fetched when first needed and again once `CacheDuration` (Envoy's 10 minutes when unset)
 //! has passed, so a key rotation at the issuer is followed. A failed fetch leaves no keys
-//! (every token of that provider fails) until the next request tries again. Remote URIs are
-//! fetched over plain HTTP only. Each set's keys are decoded once, when it is read or fetched,
-//! not per request.
+//! (every token of that provider fails) until the next request tries again. An `https` URI is
+//! verified as Envoy verifies it under Consul ([`super::fetch_tls`]). Each set's keys are
+//! decoded once, when it is read or fetched, not per request.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,6 +13,7 @@ use jsonwebtoken::DecodingKey;
 use jsonwebtoken::jwk::JwkSet;
 use tokio::sync::Mutex;
 
+use super::fetch_tls::Trust;
 use super::provider::KeySet;
 
 /// Envoy's default `cache_duration` for a remote JWKS.
@@ -85,6 +86,8 @@ pub(crate) struct Remote {
     uri: String,
     timeout: Duration,
     cache_for: Duration,
+    /// What an `https` server is verified against.
+    trust: Trust,
     /// Never fetch again once something is cached (the `jwt-stale-jwks` sabotage).
     stale: bool,
     cached: Mutex<Option<(Instant, Arc<Decoded>)>>,
@@ -97,7 +100,23 @@ impl Keys {
             return Self::Fixed(None);
         };
         if let Some(r) = set.remote.as_ref().filter(|r| !r.uri.is_empty()) {
+            let tls = r.cluster.as_ref().and_then(|c| c.tls_certificates.as_ref());
+            let trust = Trust::of(tls);
+            if r.uri.starts_with("https:") {
+                match &trust {
+                    Trust::Any => tracing::warn!(
+                        uri = %r.uri,
+                        "remote JWKS over https with no JWKSCluster.TLSCertificates: the server \
+                         is not verified (as Envoy under Consul); set TrustedCA to verify it"
+                    ),
+                    Trust::Unusable(why) => {
+                        tracing::error!(uri = %r.uri, error = %why, "remote JWKS cannot be fetched");
+                    }
+                    Trust::Roots(_) => {}
+                }
+            }
             return Self::Remote(Remote {
+                trust,
                 uri: r.uri.clone(),
                 timeout: match r.request_timeout_ms {
                     0 => DEFAULT_TIMEOUT,
@@ -164,11 +183,7 @@ impl Remote {
     }
 
     async fn fetch(&self) -> Result<JwkSet, String> {
-        // Plain HTTP only: the proxy reads no system trust store, and Consul's `TrustedCA`
-        // for the JWKS cluster is not followed here (an https URI fails to fetch).
-        let tls = crate::agent::AgentTls::default()
-            .client_config(false)
-            .map_err(|e| e.to_string())?;
+        let tls = self.trust.client_config()?;
         let client = reqwest::Client::builder()
             .timeout(self.timeout)
             .tls_backend_preconfigured(tls)

@@ -52,7 +52,7 @@ pub struct KeySet {
     /// An inline (base64) JWKS or a file.
     #[serde(default)]
     pub local: Option<LocalKeys>,
-    /// A JWKS fetched over HTTP.
+    /// A JWKS fetched over HTTP or HTTPS.
     #[serde(default)]
     pub remote: Option<RemoteKeys>,
 }
@@ -80,6 +80,46 @@ pub struct RemoteKeys {
     /// How long fetched keys are kept (0: Envoy's 10 minutes).
     #[serde(rename = "CacheDuration", default, deserialize_with = "duration")]
     pub cache_duration: Duration,
+    /// The JWKS cluster's options; only its TLS trust is used here.
+    #[serde(rename = "JWKSCluster", default)]
+    pub cluster: Option<JwksCluster>,
+}
+
+/// `JWKSCluster` (discovery type and connect timeout are Envoy's cluster options, not used).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct JwksCluster {
+    /// What an `https` JWKS server is verified against.
+    #[serde(rename = "TLSCertificates", default)]
+    pub tls_certificates: Option<JwksTls>,
+}
+
+/// `JWKSTLSCertificate`: exactly one of the two (Consul validates it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct JwksTls {
+    /// The CA the server's chain must lead to.
+    #[serde(rename = "TrustedCA", default)]
+    pub trusted_ca: Option<TrustedCa>,
+    /// An Envoy certificate provider plugin instance (not available here).
+    #[serde(rename = "CaCertificateProviderInstance", default)]
+    pub ca_certificate_provider_instance: Option<Value>,
+}
+
+/// `JWKSTLSCertTrustedCA`: exactly one source of the CA's PEM.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct TrustedCa {
+    /// A PEM file on this machine.
+    #[serde(default)]
+    pub filename: String,
+    /// An environment variable of Envoy's process holding the PEM.
+    #[serde(default)]
+    pub environment_variable: String,
+    /// The PEM itself.
+    #[serde(default)]
+    pub inline_string: String,
+    /// The PEM as bytes (base64 in JSON, as Go encodes `[]byte`).
+    #[serde(default)]
+    pub inline_bytes: String,
 }
 
 /// `JWTLocation`: one of header, query parameter, cookie.
