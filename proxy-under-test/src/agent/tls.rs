@@ -16,6 +16,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use super::AgentError;
 use crate::tls::provider;
+use crate::tls::verify::AnyServer;
 
 /// How to talk TLS to the agent (ignored for `http://` addresses).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,9 +53,9 @@ impl AgentTls {
             .map_err(tls_error)?;
         let verifier: Arc<dyn ServerCertVerifier> = if !https {
             // Never used (plain HTTP): refuses any server.
-            Arc::new(Unverified { accept: false })
+            Arc::new(PlainHttp)
         } else if self.skip_verify {
-            Arc::new(Unverified { accept: true })
+            Arc::new(AnyServer)
         } else {
             let ca = self.ca_file.as_ref().ok_or_else(|| {
                 tls_error(
@@ -155,15 +156,11 @@ impl ServerCertVerifier for Named {
     }
 }
 
-/// No chain verification: `accept` for `CONSUL_HTTP_SSL_VERIFY=false` (any certificate; the
-/// handshake signatures are still checked, as Go's `InsecureSkipVerify` does), else every
-/// certificate refused (a plain-HTTP client's unused TLS).
+/// The unused TLS of a plain-HTTP client: every certificate refused.
 #[derive(Debug)]
-struct Unverified {
-    accept: bool,
-}
+struct PlainHttp;
 
-impl ServerCertVerifier for Unverified {
+impl ServerCertVerifier for PlainHttp {
     fn verify_server_cert(
         &self,
         _end_entity: &CertificateDer<'_>,
@@ -172,40 +169,12 @@ impl ServerCertVerifier for Unverified {
         _ocsp: &[u8],
         _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        if self.accept {
-            Ok(ServerCertVerified::assertion())
-        } else {
-            Err(rustls::Error::General(
-                "TLS to a plain http:// agent address".into(),
-            ))
-        }
+        Err(rustls::Error::General(
+            "TLS to a plain http:// agent address".into(),
+        ))
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algs = provider().signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &algs)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algs = provider().signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &algs)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        provider()
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
+    crate::tls::verify::verify_signatures!();
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::provider::{JwksTls, TrustedCa};
 use crate::tls::provider;
+use crate::tls::verify::AnyServer;
 
 /// What an `https` JWKS server is verified against.
 #[derive(Debug, Clone)]
@@ -128,25 +129,6 @@ impl ServerCertVerifier for ChainOnly {
             now,
             provider().signature_verification_algorithms.all,
         )?;
-        Ok(ServerCertVerified::assertion())
-    }
-
-    crate::tls::verify::verify_signatures!();
-}
-
-/// Any certificate (Envoy's empty validation context).
-#[derive(Debug)]
-struct AnyServer;
-
-impl ServerCertVerifier for AnyServer {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
         Ok(ServerCertVerified::assertion())
     }
 

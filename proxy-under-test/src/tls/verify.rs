@@ -271,6 +271,26 @@ impl ClientCertVerifier for Cached {
     }
 }
 
+/// Any server certificate, its handshake signatures still checked (Go's
+/// `InsecureSkipVerify`, Envoy's empty validation context).
+#[derive(Debug)]
+pub(crate) struct AnyServer;
+
+impl ServerCertVerifier for AnyServer {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    verify_signatures!();
+}
+
 fn other(msg: String) -> Error {
     Error::General(msg)
 }
