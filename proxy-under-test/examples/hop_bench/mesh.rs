@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener as StdListener};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use agent_sim::{AgentSim, Control, Listening};
 use anyhow::Context;
@@ -44,7 +45,28 @@ pub(crate) struct KindMesh {
     pub(crate) servers: BTreeMap<&'static str, Sidecar>,
 }
 
+/// A loopback port nobody listens on, for a proxy to bind later. Taken from below the kernel's
+/// ephemeral range: a `bind(0)` port is ephemeral, so until the proxy binds it, any of the run's
+/// own connections (a sidecar's, Envoy's xDS stream, the load) may take it as its source port,
+/// and the proxy's listener then fails to bind and its path never works (seen once in CI as
+/// `envoy-full: tcp never worked: Connection reset by peer`).
 pub(crate) fn free_addr() -> anyhow::Result<SocketAddr> {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    const LOW: u32 = 10_000;
+    if ephemeral_low > LOW + 1_000 {
+        let span = ephemeral_low - LOW;
+        let start = std::process::id().wrapping_mul(7_919) % span;
+        for _ in 0..1_000 {
+            let port = LOW + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+            if let Ok(l) = StdListener::bind(("127.0.0.1", port as u16)) {
+                return Ok(l.local_addr()?);
+            }
+        }
+    }
     Ok(StdListener::bind("127.0.0.1:0")?.local_addr()?)
 }
 
