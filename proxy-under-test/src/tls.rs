@@ -151,6 +151,22 @@ impl Leaf {
     }
 }
 
+/// A root store of every certificate in `pem`, strictly: a block that does not parse or a
+/// certificate webpki cannot use is an error (its text), and so is a PEM with none. For CAs a
+/// user names in configuration (the agent's CA file, a JWKS server's `TrustedCA`).
+pub(crate) fn roots_from_pem(pem: &[u8]) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    for der in CertificateDer::pem_slice_iter(pem) {
+        roots
+            .add(der.map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    }
+    if roots.is_empty() {
+        return Err("no certificate in it".to_owned());
+    }
+    Ok(roots)
+}
+
 /// The trusted CA roots (every `Roots[].RootCert`) and the roots' intermediates (every
 /// `Roots[].IntermediateCerts`, used to build chains, never trusted by themselves).
 #[derive(Debug, Clone)]

@@ -16,7 +16,8 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use super::AgentError;
 use crate::tls::provider;
-use crate::tls::verify::AnyServer;
+use crate::tls::roots_from_pem;
+use crate::tls::verify::{AnyServer, RefuseAll};
 
 /// How to talk TLS to the agent (ignored for `http://` addresses).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,7 +54,7 @@ impl AgentTls {
             .map_err(tls_error)?;
         let verifier: Arc<dyn ServerCertVerifier> = if !https {
             // Never used (plain HTTP): refuses any server.
-            Arc::new(PlainHttp)
+            Arc::new(RefuseAll("TLS to a plain http:// agent address"))
         } else if self.skip_verify {
             Arc::new(AnyServer)
         } else {
@@ -100,16 +101,7 @@ impl AgentTls {
 }
 
 fn root_store(pem: &[u8]) -> Result<RootCertStore, AgentError> {
-    let mut roots = RootCertStore::empty();
-    for der in CertificateDer::pem_slice_iter(pem) {
-        roots
-            .add(der.map_err(|e| tls_error(format!("CA file: {e}")))?)
-            .map_err(|e| tls_error(format!("CA file: {e}")))?;
-    }
-    if roots.is_empty() {
-        return Err(tls_error("CA file: no certificate in it"));
-    }
-    Ok(roots)
+    roots_from_pem(pem).map_err(|e| tls_error(format!("CA file: {e}")))
 }
 
 /// WebPKI verification for a configured name instead of the address's host.
@@ -154,27 +146,6 @@ impl ServerCertVerifier for Named {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.inner.supported_verify_schemes()
     }
-}
-
-/// The unused TLS of a plain-HTTP client: every certificate refused.
-#[derive(Debug)]
-struct PlainHttp;
-
-impl ServerCertVerifier for PlainHttp {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Err(rustls::Error::General(
-            "TLS to a plain http:// agent address".into(),
-        ))
-    }
-
-    crate::tls::verify::verify_signatures!();
 }
 
 #[cfg(test)]

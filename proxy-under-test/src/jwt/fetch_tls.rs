@@ -19,12 +19,11 @@ use rustls::client::danger::{ServerCertVerified, ServerCertVerifier};
 use rustls::client::verify_server_cert_signed_by_trust_anchor;
 use rustls::server::ParsedCertificate;
 use rustls::{ClientConfig, RootCertStore};
-use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::provider::{JwksTls, TrustedCa};
-use crate::tls::provider;
 use crate::tls::verify::AnyServer;
+use crate::tls::{provider, roots_from_pem};
 
 /// What an `https` JWKS server is verified against.
 #[derive(Debug, Clone)]
@@ -52,7 +51,7 @@ impl Trust {
         }
         match &tls.trusted_ca {
             None => Self::Any,
-            Some(ca) => match ca_pem(ca).and_then(|pem| roots(&pem)) {
+            Some(ca) => match ca_pem(ca).and_then(|pem| roots_from_pem(&pem)) {
                 Ok(r) => Self::Roots(Arc::new(r)),
                 Err(e) => Self::Unusable(format!("JWKSCluster.TLSCertificates.TrustedCA: {e}")),
             },
@@ -94,18 +93,6 @@ fn ca_pem(ca: &TrustedCa) -> Result<Vec<u8>, String> {
     } else {
         Err("none of Filename, EnvironmentVariable, InlineString or InlineBytes is set".to_owned())
     }
-}
-
-fn roots(pem: &[u8]) -> Result<RootCertStore, String> {
-    let mut store = RootCertStore::empty();
-    for der in CertificateDer::pem_slice_iter(pem) {
-        let der = der.map_err(|e| format!("bad PEM: {e}"))?;
-        store.add(der).map_err(|e| format!("unusable CA: {e}"))?;
-    }
-    if store.is_empty() {
-        return Err("no certificate in the PEM".to_owned());
-    }
-    Ok(store)
 }
 
 /// The chain is verified against the roots; the name is not (see the module's text).

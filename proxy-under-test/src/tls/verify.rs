@@ -291,6 +291,26 @@ impl ServerCertVerifier for AnyServer {
     verify_signatures!();
 }
 
+/// Every server certificate refused with this message: the unused TLS of a client configured
+/// for plain `http://` (a redirect to `https` is not followed into an unverified server).
+#[derive(Debug)]
+pub(crate) struct RefuseAll(pub(crate) &'static str);
+
+impl ServerCertVerifier for RefuseAll {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        Err(Error::General(self.0.to_owned()))
+    }
+
+    verify_signatures!();
+}
+
 fn other(msg: String) -> Error {
     Error::General(msg)
 }
