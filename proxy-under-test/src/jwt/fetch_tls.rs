@@ -10,7 +10,8 @@
 //!   (an Envoy plugin): not available here, so the fetch fails (that provider's tokens fail, as
 //!   with a failed fetch) and the error says what to configure instead.
 //!
-//! The handshake signatures are checked in every case.
+//! The handshake signatures are checked in every case. An `http` URI gets no TLS from
+//! `TLSCertificates` (Consul renders no transport socket for it): a certificate is refused.
 
 use std::sync::Arc;
 
@@ -22,7 +23,7 @@ use rustls::{ClientConfig, RootCertStore};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::provider::{JwksTls, TrustedCa};
-use crate::tls::verify::AnyServer;
+use crate::tls::verify::{AnyServer, RefuseAll};
 use crate::tls::{provider, roots_from_pem};
 
 /// What an `https` JWKS server is verified against.
@@ -34,11 +35,22 @@ pub(crate) enum Trust {
     Roots(Arc<RootCertStore>),
     /// Configured, but not usable here: why, and what to configure instead.
     Unusable(String),
+    /// A plain `http` URI: no TLS expected, any certificate refused.
+    Plain,
 }
 
 impl Trust {
-    /// The trust `tls` (a `JWKSCluster`'s `TLSCertificates`) configures; a file is read now.
-    pub(crate) fn of(tls: Option<&JwksTls>) -> Self {
+    /// The trust a fetch of `uri` uses: `tls` (a `JWKSCluster`'s `TLSCertificates`) for an
+    /// `https` URI, read now; for any other, none ([`Trust::Plain`]).
+    pub(crate) fn for_uri(uri: &str, tls: Option<&JwksTls>) -> Self {
+        let https = uri
+            .get(..8)
+            .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+        if https { Self::of(tls) } else { Self::Plain }
+    }
+
+    /// The trust `tls` configures.
+    fn of(tls: Option<&JwksTls>) -> Self {
         let Some(tls) = tls else {
             return Self::Any;
         };
@@ -63,6 +75,7 @@ impl Trust {
         let verifier: Arc<dyn ServerCertVerifier> = match self {
             Self::Any => Arc::new(AnyServer),
             Self::Roots(roots) => Arc::new(ChainOnly(roots.clone())),
+            Self::Plain => Arc::new(RefuseAll("TLS to a plain http:// JWKS URI")),
             Self::Unusable(why) => return Err(why.clone()),
         };
         Ok(ClientConfig::builder_with_provider(provider())

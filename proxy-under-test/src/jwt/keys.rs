@@ -101,19 +101,17 @@ impl Keys {
         };
         if let Some(r) = set.remote.as_ref().filter(|r| !r.uri.is_empty()) {
             let tls = r.cluster.as_ref().and_then(|c| c.tls_certificates.as_ref());
-            let trust = Trust::of(tls);
-            if r.uri.starts_with("https:") {
-                match &trust {
-                    Trust::Any => tracing::warn!(
-                        uri = %r.uri,
-                        "remote JWKS over https with no JWKSCluster.TLSCertificates: the server \
-                         is not verified (as Envoy under Consul); set TrustedCA to verify it"
-                    ),
-                    Trust::Unusable(why) => {
-                        tracing::error!(uri = %r.uri, error = %why, "remote JWKS cannot be fetched");
-                    }
-                    Trust::Roots(_) => {}
+            let trust = Trust::for_uri(&r.uri, tls);
+            match &trust {
+                Trust::Any => tracing::warn!(
+                    uri = %r.uri,
+                    "remote JWKS over https with no JWKSCluster.TLSCertificates: the server \
+                     is not verified (as Envoy under Consul); set TrustedCA to verify it"
+                ),
+                Trust::Unusable(why) => {
+                    tracing::error!(uri = %r.uri, error = %why, "remote JWKS cannot be fetched");
                 }
+                Trust::Roots(_) | Trust::Plain => {}
             }
             return Self::Remote(Remote {
                 trust,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
@@ -20,48 +20,68 @@ use crate::testutil::TestCa;
 const JWKS: &str = r#"{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","alg":"ES256",
 "x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}"#;
 
-/// Serves [`JWKS`] over TLS with a leaf of `ca` on every connection, for the test's lifetime.
-async fn https_jwks(ca: &TestCa) -> SocketAddr {
-    let leaf = ca.service_leaf("jwks");
-    let config = rustls::ServerConfig::builder_with_provider(crate::tls::provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(leaf.chain.clone(), leaf.key.clone_key())
-        .unwrap();
-    let acceptor = TlsAcceptor::from(Arc::new(config));
+/// Serves [`JWKS`] on every connection for the test's lifetime: over TLS with a leaf of `ca`,
+/// or plain without one.
+async fn jwks_server(ca: Option<&TestCa>) -> SocketAddr {
+    let acceptor = ca.map(|ca| {
+        let leaf = ca.service_leaf("jwks");
+        let config = rustls::ServerConfig::builder_with_provider(crate::tls::provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(leaf.chain.clone(), leaf.key.clone_key())
+            .unwrap();
+        TlsAcceptor::from(Arc::new(config))
+    });
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let acceptor = acceptor.clone();
             tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let mut req = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match tls.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                match acceptor {
+                    Some(a) => {
+                        if let Ok(tls) = a.accept(tcp).await {
+                            answer(tls).await;
+                        }
                     }
+                    None => answer(tcp).await,
                 }
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    JWKS.len()
-                );
-                let _ = tls.write_all(head.as_bytes()).await;
-                let _ = tls.write_all(JWKS.as_bytes()).await;
-                let _ = tls.shutdown().await;
             });
         }
     });
     addr
 }
 
+async fn https_jwks(ca: &TestCa) -> SocketAddr {
+    jwks_server(Some(ca)).await
+}
+
+/// Reads one request head and answers [`JWKS`].
+async fn answer<S: AsyncRead + AsyncWrite + Unpin>(mut s: S) {
+    let mut req = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => req.extend_from_slice(&buf[..n]),
+        }
+    }
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        JWKS.len()
+    );
+    let _ = s.write_all(head.as_bytes()).await;
+    let _ = s.write_all(JWKS.as_bytes()).await;
+    let _ = s.shutdown().await;
+}
+
 fn key_set(addr: SocketAddr, cluster: Option<Value>) -> KeySet {
-    let mut remote = json!({"URI": format!("https://{addr}/jwks"), "RequestTimeoutMs": 10_000});
+    key_set_at(&format!("https://{addr}/jwks"), cluster)
+}
+
+fn key_set_at(uri: &str, cluster: Option<Value>) -> KeySet {
+    let mut remote = json!({"URI": uri, "RequestTimeoutMs": 10_000});
     if let Some(c) = cluster {
         remote["JWKSCluster"] = c;
     }
@@ -135,7 +155,7 @@ async fn a_ca_this_proxy_cannot_read_fails_the_fetch_and_says_what_to_use() {
             .as_ref()
             .and_then(|r| r.cluster.as_ref())
             .and_then(|c| c.tls_certificates.as_ref());
-        match Trust::of(tls) {
+        match Trust::for_uri(&format!("HTTPS://{addr}/jwks"), tls) {
             Trust::Unusable(why) => assert!(why.contains("InlineString"), "{why}"),
             other => panic!("expected unusable, got {other:?}"),
         }
@@ -160,4 +180,23 @@ fn malformed_trusted_ca_is_unusable_with_the_reason() {
             other => panic!("{ca}: expected unusable, got {other:?}"),
         }
     }
+}
+
+#[tokio::test]
+async fn an_http_uri_takes_no_tls_from_tls_certificates() {
+    // Consul renders the transport socket for https only: an unusable TLSCertificates does not
+    // stop a plain fetch, and an https server behind an http URI is not spoken to.
+    let plain = jwks_server(None).await;
+    let plugin = || {
+        Some(json!({"TLSCertificates": {"CaCertificateProviderInstance": {"InstanceName": "x"}}}))
+    };
+    let set = key_set_at(&format!("http://{plain}/jwks"), plugin());
+    assert_eq!(fetched(&set).await, Some(1));
+    let tls_only = https_jwks(&TestCa::new("jwks-ca")).await;
+    let set = key_set_at(&format!("http://{tls_only}/jwks"), None);
+    assert_eq!(fetched(&set).await, None);
+    assert!(matches!(
+        Trust::for_uri("http://idp/jwks", None),
+        Trust::Plain
+    ));
 }
