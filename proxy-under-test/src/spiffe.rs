@@ -3,6 +3,9 @@
 
 use std::fmt;
 
+mod sans_memo;
+
+pub use sans_memo::uri_sans_memo;
 use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
@@ -148,8 +151,9 @@ pub fn uri_sans(der: &[u8]) -> Result<Vec<String>, SpiffeError> {
 }
 
 /// The service identity of a peer leaf: its **first** URI SAN, parsed strictly or leniently.
+/// The SANs come from the process's memo ([`uri_sans_memo`]).
 pub fn service_id_of_cert(der: &[u8], strict: bool) -> Result<ServiceId, SpiffeError> {
-    let uris = uri_sans(der)?;
+    let uris = uri_sans_memo(der)?;
     let first = uris.first().ok_or(SpiffeError::NoUri)?;
     if strict {
         parse_service_uri(first)

@@ -14,7 +14,7 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::chain_cache::{ChainCache, Usage};
 use super::provider;
-use crate::spiffe::{SpiffeError, parse_service_uri, uri_sans};
+use crate::spiffe::{SpiffeError, parse_service_uri, uri_sans_memo};
 
 /// The signature half of a rustls verifier, shared by every verifier in this crate:
 /// `verify_signatures!(field)` delegates to the verifier in `self.field`;
@@ -337,7 +337,7 @@ impl ServerCertVerifier for SpiffeServerVerifier {
         };
         let usage = Usage::Server;
         (self.verified).verify(usage, end_entity, intermediates, extra, now, check)?;
-        let uris = uri_sans(end_entity).map_err(|e: SpiffeError| other(e.to_string()))?;
+        let uris = uri_sans_memo(end_entity).map_err(|e: SpiffeError| other(e.to_string()))?;
         match uris.first() {
             Some(uri) if self.expected.matches_uri(uri) => Ok(ServerCertVerified::assertion()),
             Some(uri) => {
