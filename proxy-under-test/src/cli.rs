@@ -12,7 +12,7 @@ use crate::agent::types::AgentService;
 
 mod entry;
 
-pub use self::entry::{Invocation, RunError, cli_main, parse_args, run, runtime_threads};
+pub use self::entry::{Invocation, RunError, cli_main, parse_args, run, runtime, runtime_threads};
 
 /// Long flags accepted with a single dash (`-proxy-id web`, `-proxy-id=web`) as well as two.
 pub const LONG_FLAGS: [&str; 7] = [

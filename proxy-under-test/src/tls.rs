@@ -8,6 +8,8 @@ mod bounds;
 mod chain_cache;
 mod keys;
 mod kx_ahead;
+
+pub use kx_ahead::DEPTH as KEY_SHARES_AHEAD;
 pub(crate) mod session;
 pub(crate) mod verify;
 
@@ -66,6 +68,11 @@ fn x25519_ahead() -> &'static kx_ahead::Ahead {
 /// `on_thread_park`, so the next handshakes' key shares are made while the thread would sleep.
 pub fn make_key_share_ahead() {
     x25519_ahead().top_up();
+}
+
+/// X25519 key shares made ahead and not taken yet (at most a few).
+pub fn key_shares_ready() -> usize {
+    x25519_ahead().ready()
 }
 
 /// The process's crypto provider: ring, with its cipher suites in [`prefer_aes128`] order and

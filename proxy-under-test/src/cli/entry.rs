@@ -85,14 +85,7 @@ pub fn cli_main(args: Vec<String>) -> ExitCode {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let runtime = runtime_threads(invocation.cli.threads, env.worker_threads.as_deref(), cores)
         .map_err(RunError::from)
-        .and_then(|threads| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(threads)
-                .on_thread_park(crate::tls::make_key_share_ahead)
-                .enable_all()
-                .build()
-                .map_err(RunError::Runtime)
-        });
+        .and_then(|threads| runtime(threads).map_err(RunError::Runtime));
     let result = runtime.and_then(|rt| rt.block_on(run(invocation, &env, shutdown_signal())));
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -101,6 +94,16 @@ pub fn cli_main(args: Vec<String>) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The binary's runtime: `threads` workers, each making TLS key shares ahead whenever it is
+/// about to park ([`crate::tls::make_key_share_ahead`]).
+pub fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .on_thread_park(crate::tls::make_key_share_ahead)
+        .enable_all()
+        .build()
 }
 
 /// The runtime's thread count: `--threads` if given, else `TOKIO_WORKER_THREADS` (`env`), else

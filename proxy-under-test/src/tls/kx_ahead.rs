@@ -16,7 +16,7 @@ use rustls::crypto::{ActiveKeyExchange, SupportedKxGroup};
 use rustls::{Error, NamedGroup, ProtocolVersion};
 
 /// Key pairs kept ready at most.
-pub(crate) const DEPTH: usize = 8;
+pub const DEPTH: usize = 8;
 
 /// A key-exchange group whose [`start`](SupportedKxGroup::start) takes a key pair made ahead
 /// when one is ready.
