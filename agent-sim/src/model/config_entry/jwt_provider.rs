@@ -145,7 +145,11 @@ pub struct JwksTlsCertProviderInstance {
     pub certificate_name: String,
 }
 
-/// `JWKSTLSCertTrustedCA` (`InlineBytes` kept as its base64 text).
+/// `JWKSTLSCertTrustedCA`. `InlineBytes` is a Go `[]byte` that Consul's HTTP API fills from a
+/// JSON string with mapstructure's weak typing (`DecodeConfigEntry`, `WeaklyTypedInput`): the
+/// string's bytes as written, not base64-decoded, so the PEM text itself is what works. Kept
+/// here as that string; a read answers it base64-encoded, as Go's JSON encodes `[]byte` (so a
+/// read written back unchanged stores the base64 text, as in Consul).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct JwksTlsCertTrustedCa {
@@ -158,7 +162,11 @@ pub struct JwksTlsCertTrustedCa {
     pub environment_variable: String,
     #[serde(rename = "InlineString", skip_serializing_if = "String::is_empty")]
     pub inline_string: String,
-    #[serde(rename = "InlineBytes", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "InlineBytes",
+        skip_serializing_if = "String::is_empty",
+        serialize_with = "go_bytes"
+    )]
     pub inline_bytes: String,
 }
 
@@ -316,6 +324,12 @@ pub(crate) static SCHEMA: Schema = Schema {
         Field("Hash", Ty::Uint("uint64")),
     ],
 };
+
+/// A Go `[]byte` as `encoding/json` writes it: standard base64.
+fn go_bytes<S: serde::Serializer>(raw: &str, s: S) -> Result<S::Ok, S::Error> {
+    use base64::Engine as _;
+    s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(raw))
+}
 
 #[cfg(test)]
 #[path = "jwt_provider_tests.rs"]

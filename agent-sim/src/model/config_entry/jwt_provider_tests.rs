@@ -107,3 +107,39 @@ fn remote_host_port_defaults() {
         Some(("example.com".into(), "https".into(), 443))
     );
 }
+
+/// Consul's HTTP API fills the `[]byte` `InlineBytes` from the JSON string's bytes as written
+/// (mapstructure's weak typing, no base64 decoding), and a read answers them base64-encoded,
+/// as Go's JSON writes `[]byte`: the PEM text goes in, its base64 comes out, and writing a read
+/// back unchanged stores the base64 text, as in Consul.
+#[test]
+fn inline_bytes_are_taken_as_written_and_read_back_as_base64() {
+    use base64::Engine as _;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    let entry = |inline: &str| {
+        json!({"Kind": "jwt-provider", "Name": "idp",
+            "JSONWebKeySet": {"Remote": {"URI": "https://idp.example/jwks",
+                "JWKSCluster": {"TLSCertificates": {"TrustedCA": {"InlineBytes": inline}}}}}})
+    };
+    let ca = |got: &Value| {
+        got["JSONWebKeySet"]["Remote"]["JWKSCluster"]["TLSCertificates"]["TrustedCA"]["InlineBytes"]
+            .clone()
+    };
+    let mut s = ConfigEntries::new();
+    for (written, read) in [
+        (pem.to_owned(), b64(pem)),
+        ("%%% not base64".into(), b64("%%% not base64")),
+    ] {
+        put(&mut s, &entry(&written)).expect("any string is accepted");
+        let got = s.get(Kind::JwtProvider, "idp").unwrap().to_json();
+        assert_eq!(ca(&got), json!(read), "{written:?}");
+        put(&mut s, &got).unwrap();
+        let again = s.get(Kind::JwtProvider, "idp").unwrap().to_json();
+        assert_eq!(
+            ca(&again),
+            json!(b64(&read)),
+            "a read written back is encoded again"
+        );
+    }
+}

@@ -13,7 +13,6 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine as _;
 use envoy_types::pb::envoy::config::cluster::v3::{
     Cluster,
     cluster::{ClusterDiscoveryType, DiscoveryType},
@@ -360,11 +359,11 @@ fn cert_validation_context(tls: Option<&JwksTlsCertificate>) -> CertificateValid
                 ca.inline_string.clone(),
             ));
         }
-        // Kept as the JSON's base64 text; Go holds the decoded bytes.
-        if let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&ca.inline_bytes)
-            && !bytes.is_empty()
-        {
-            specifier = Some(data_source::Specifier::InlineBytes(bytes));
+        // The bytes as the entry's JSON string gave them (see `JwksTlsCertTrustedCa`).
+        if !ca.inline_bytes.is_empty() {
+            specifier = Some(data_source::Specifier::InlineBytes(
+                ca.inline_bytes.as_bytes().to_vec(),
+            ));
         }
         vc.trusted_ca = Some(DataSource {
             specifier,

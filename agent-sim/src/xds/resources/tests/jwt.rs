@@ -181,7 +181,6 @@ fn jwks_validation(c: &Control, name: &str) -> CertificateValidationContext {
 
 #[test]
 fn an_https_jwks_cluster_trusts_what_tls_certificates_names() {
-    use base64::Engine as _;
     let c = sim();
     setup(&c);
     let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
@@ -189,8 +188,7 @@ fn an_https_jwks_cluster_trusts_what_tls_certificates_names() {
     for (name, cluster) in [
         (
             "bytes",
-            json!({"TLSCertificates": {"TrustedCA": {
-            "InlineBytes": base64::engine::general_purpose::STANDARD.encode(pem)}}}),
+            json!({"TLSCertificates": {"TrustedCA": {"InlineBytes": pem}}}),
         ),
         (
             "file",
@@ -215,7 +213,7 @@ fn an_https_jwks_cluster_trusts_what_tls_certificates_names() {
     assert_eq!(
         ca("bytes"),
         Some(data_source::Specifier::InlineBytes(pem.as_bytes().to_vec())),
-        "InlineBytes is rendered decoded"
+        "InlineBytes is rendered as the entry's string gave it (Consul's HTTP API takes the string's bytes)"
     );
     assert_eq!(
         ca("file"),
