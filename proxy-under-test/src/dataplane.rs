@@ -5,6 +5,7 @@
 
 mod accept;
 mod alpn;
+pub(crate) mod conn_idle;
 mod inbound;
 pub(crate) mod l7;
 mod listen;

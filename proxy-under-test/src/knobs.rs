@@ -16,6 +16,7 @@
 //! | `drain_timeout_ms` | 5000 | on shutdown, wait this long for open connections |
 //! | `request_headers_timeout_ms` | 300000 | L7 listeners over HTTP/1.1 (public and upstream): a request's headers must arrive within this (Envoy's `stream_idle_timeout` default, 5 min, closes a stream that stops sending) |
 //! | `stream_idle_timeout_ms` | 300000 | L7 inbound: a request body silent this long fails the request with Envoy's `408 stream timeout` and closes the connection (Envoy's HCM `stream_idle_timeout` default, 5 min, which Consul leaves unset; 0 = none) |
+//! | `tcp_idle_timeout_ms` | 3600000 | L4 relays (public listener, upstream listeners, permissive and transparent passthrough): a connection on which no byte has been sent or received either way this long is closed (Envoy's `tcp_proxy` `idle_timeout` default, 1 h, which Consul leaves unset; 0 = none) |
 //! | `idle_timeout_ms` | 3600000 | L7 listeners (public and upstream): a connection on which no byte has moved this long is closed, e.g. an HTTP/2 caller stalled inside a header block or holding a connection with no stream (Envoy's HCM `common_http_protocol_options.idle_timeout` default, 1 h, which Consul leaves unset; 0 = none) |
 //! | `local_idle_timeout_ms` | unset | Consul's key: the public listener route's `idle_timeout`, which replaces `stream_idle_timeout_ms` for requests to the local app (0 = none) |
 //! | `metrics_bind_addr` | unset | `host:port` for a Prometheus text endpoint at `/metrics` |
@@ -113,6 +114,9 @@ pub struct Knobs {
     /// `idle_timeout_ms`: an L7 connection with no byte moving this long is closed (None = no
     /// limit).
     pub idle_timeout: Option<Duration>,
+    /// `tcp_idle_timeout_ms`: an L4 relay with no byte moving this long is closed (None = no
+    /// limit).
+    pub tcp_idle_timeout: Option<Duration>,
 }
 
 impl Default for Knobs {
@@ -135,6 +139,7 @@ impl Default for Knobs {
             stream_idle_timeout: Some(Duration::from_millis(300_000)),
             local_idle_timeout: None,
             idle_timeout: Some(Duration::from_millis(3_600_000)),
+            tcp_idle_timeout: Some(Duration::from_millis(3_600_000)),
         }
     }
 }
@@ -212,6 +217,9 @@ impl Knobs {
         }
         if let Some(v) = ms("idle_timeout_ms") {
             k.idle_timeout = (v > 0).then(|| Duration::from_millis(v));
+        }
+        if let Some(v) = ms("tcp_idle_timeout_ms") {
+            k.tcp_idle_timeout = (v > 0).then(|| Duration::from_millis(v));
         }
         if let Some(v) = ms("local_idle_timeout_ms") {
             k.local_idle_timeout = Some(Duration::from_millis(v));
@@ -331,5 +339,15 @@ mod tests {
         assert_eq!(k.inbound_idle_timeout(), Some(Duration::from_millis(250)));
         let k = cfg(r#"{"stream_idle_timeout_ms": 100, "local_idle_timeout_ms": 0}"#);
         assert_eq!(k.inbound_idle_timeout(), None, "the route's 0 disables it");
+        let hour = Some(Duration::from_secs(3600));
+        assert_eq!(
+            Knobs::default().tcp_idle_timeout,
+            hour,
+            "tcp_proxy's default"
+        );
+        assert_eq!(cfg(r#"{"tcp_idle_timeout_ms": 0}"#).tcp_idle_timeout, None);
+        let k = cfg(r#"{"tcp_idle_timeout_ms": "250"}"#);
+        assert_eq!(k.tcp_idle_timeout, Some(Duration::from_millis(250)));
+        assert_eq!(k.idle_timeout, hour, "the L7 one is its own key");
     }
 }

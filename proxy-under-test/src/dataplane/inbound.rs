@@ -15,7 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Instant, timeout};
 
 use super::local::{self, AppConn};
-use super::{Shared, flag_set, l7};
+use super::{Shared, conn_idle, flag_set, l7};
 use crate::knobs::{Knobs, Protocol};
 use crate::metrics::RefuseReason;
 use crate::seam::OpenConnection;
@@ -317,17 +317,22 @@ async fn l4(mut tls: TlsStream<Wire>, peer: Peer, snap: Arc<Snapshot>, shared: A
 }
 
 /// Relays bytes between the peer and the local application (whatever its stream type) under
-/// supervision, records opened and sealed in place ([`session::relay`]).
-async fn splice<A>(
-    mut tls: TlsStream<Wire>,
-    mut app: A,
-    peer: &Peer,
-    snap: &Snapshot,
-    shared: &Shared,
-) where
+/// supervision, records opened and sealed in place ([`session::relay`]), until both directions
+/// end or no byte has moved for `tcp_idle_timeout_ms`.
+async fn splice<A>(mut tls: TlsStream<Wire>, app: A, peer: &Peer, snap: &Snapshot, shared: &Shared)
+where
     A: session::SlotRead + Send,
 {
-    let copy = session::relay(&mut tls, &mut app);
+    let (mut app, activity) = conn_idle::track(app);
+    let idle = snap.knobs.tcp_idle_timeout;
+    let copy = async {
+        tokio::select! {
+            _ = session::relay(&mut tls, &mut app) => {}
+            () = activity.idle_for(idle.unwrap_or_default()), if idle.is_some() => {
+                tracing::info!(peer = %peer.addr, source = %peer.id, idle = ?idle.unwrap_or_default(), "inbound connection closed: idle (tcp_idle_timeout_ms)");
+            }
+        }
+    };
     let end = supervise(shared, peer, &snap.knobs, true, copy).await;
     log_end(shared, peer, &end);
 }

@@ -14,7 +14,6 @@
 //! reset towards the application.
 
 pub(crate) mod app;
-pub(crate) mod conn_idle;
 mod framing;
 mod idle;
 pub(crate) mod reply;
@@ -259,7 +258,7 @@ pub(crate) async fn serve(
         // spawn and on completion; unboxed, those copies were a tenth of the HTTP/2 path's CPU).
         Box::pin(async move { fwd.handle(req).await })
     });
-    let (stream, activity) = conn_idle::track(stream);
+    let (stream, activity) = super::conn_idle::track(stream);
     let io = TokioIo::new(stream);
     // Envoy's connection manager with codec `AUTO`, whatever the protocol: HTTP/2 when the
     // caller opens with its preface (ALPN `h2`, or prior knowledge), HTTP/1.1 otherwise. A

@@ -13,10 +13,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use super::inbound::{COPY_BUF, Wire};
 use super::listen::UpstreamListener;
-use super::{Shared, flag_set, resolve};
+use super::{Shared, conn_idle, flag_set, resolve};
 use crate::metrics::RefuseReason;
 use crate::snapshot::{Bind, Endpoint, Snapshot, Target, Upstream};
 use crate::tls::session::{self, TlsStream};
@@ -208,35 +209,51 @@ pub(crate) async fn serve<C>(
         let _ = tcp.shutdown().await;
         return;
     };
-    splice_tls(shared, &mut tcp, &mut remote).await;
+    splice_tls(shared, &mut tcp, &mut remote, snap.knobs.tcp_idle_timeout).await;
 }
 
 /// Relays bytes between the application's connection and the upstream's TLS session (records
-/// opened and sealed in place, [`session::relay`]) until both directions end, an error, or the
-/// data plane is killed.
-pub(crate) async fn splice_tls<C>(shared: &Shared, tcp: &mut C, remote: &mut TlsStream<Wire>)
-where
+/// opened and sealed in place, [`session::relay`]) until both directions end, an error, no
+/// byte has moved for `idle` (`tcp_idle_timeout_ms`), or the data plane is killed.
+pub(crate) async fn splice_tls<C>(
+    shared: &Shared,
+    tcp: &mut C,
+    remote: &mut TlsStream<Wire>,
+    idle: Option<Duration>,
+) where
     C: session::SlotRead,
 {
+    let (mut tcp, activity) = conn_idle::track(tcp);
     let mut kill = shared.kill.clone();
     tokio::select! {
-        _ = session::relay(remote, tcp) => {}
+        _ = session::relay(remote, &mut tcp) => {}
         _ = flag_set(&mut kill) => {}
+        () = activity.idle_for(idle.unwrap_or_default()), if idle.is_some() => idle_closed(idle),
     }
 }
 
-/// Copies bytes both ways between plain streams until either side ends or the data plane is
-/// killed.
-pub(crate) async fn splice<C, S>(shared: &Shared, tcp: &mut C, remote: &mut S)
-where
+/// Copies bytes both ways between plain streams until either side ends, no byte has moved for
+/// `idle` (`tcp_idle_timeout_ms`), or the data plane is killed.
+pub(crate) async fn splice<C, S>(
+    shared: &Shared,
+    tcp: &mut C,
+    remote: &mut S,
+    idle: Option<Duration>,
+) where
     C: AsyncRead + AsyncWrite + Unpin,
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let (mut tcp, activity) = conn_idle::track(tcp);
     let mut kill = shared.kill.clone();
     tokio::select! {
-        _ = tokio::io::copy_bidirectional_with_sizes(tcp, remote, COPY_BUF, COPY_BUF) => {}
+        _ = tokio::io::copy_bidirectional_with_sizes(&mut tcp, remote, COPY_BUF, COPY_BUF) => {}
         _ = flag_set(&mut kill) => {}
+        () = activity.idle_for(idle.unwrap_or_default()), if idle.is_some() => idle_closed(idle),
     }
+}
+
+fn idle_closed(idle: Option<Duration>) {
+    tracing::info!(idle = ?idle.unwrap_or_default(), "L4 connection closed: idle (tcp_idle_timeout_ms)");
 }
 
 /// mTLS to `ep` of `target`, offering ALPN `h2` when `h2`, with our record layer

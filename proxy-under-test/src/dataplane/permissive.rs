@@ -42,7 +42,7 @@ pub(crate) async fn serve(mut tcp: TcpStream, snap: &Snapshot, shared: &Shared) 
         Ok(Ok(mut remote)) => {
             let _ = remote.set_nodelay(true);
             tracing::debug!(%app, "permissive mTLS: plaintext connection to the application");
-            outbound::splice(shared, &mut tcp, &mut remote).await;
+            outbound::splice(shared, &mut tcp, &mut remote, snap.knobs.tcp_idle_timeout).await;
         }
         Ok(Err(e)) => {
             shared.metrics.refused(RefuseReason::LocalConnect);

@@ -1,6 +1,7 @@
 //! In-process data-plane tests for the inbound side: mTLS acceptance and refusals, resumption
 //! off, L4 intentions, re-authorization of open connections, lifetime, fail-closed start.
 
+mod l4_idle;
 mod limits;
 mod workers;
 

@@ -164,7 +164,7 @@ async fn passthrough(mut tcp: TcpStream, shared: &Shared, snap: &Snapshot, dst: 
         Ok(Ok(mut remote)) => {
             let _ = remote.set_nodelay(true);
             tracing::debug!(original_dst = %dst, "transparent passthrough");
-            outbound::splice(shared, &mut tcp, &mut remote).await;
+            outbound::splice(shared, &mut tcp, &mut remote, snap.knobs.tcp_idle_timeout).await;
         }
         Ok(Err(e)) => {
             shared.metrics.refused(RefuseReason::NoEndpoint);

@@ -65,7 +65,7 @@ pub(crate) async fn serve<S>(
         // spawn and on completion; unboxed, those copies were a tenth of the HTTP/2 path's CPU).
         Box::pin(async move { ctx.handle(req).await })
     });
-    let (stream, activity) = super::super::l7::conn_idle::track(stream);
+    let (stream, activity) = super::super::conn_idle::track(stream);
     let io = TokioIo::new(stream);
     let mut kill = shared.kill.clone();
     // Like Envoy's HTTP connection manager with codec AUTO: HTTP/1.1 or h2c (prior knowledge).

@@ -236,6 +236,51 @@ async fn upstream_listeners_follow_the_snapshot() {
     .await;
 }
 
+/// An upstream listener's relay is closed once no byte has moved for `tcp_idle_timeout_ms`
+/// (Envoy's `tcp_proxy` `idle_timeout`), counted from the last byte.
+#[tokio::test]
+async fn a_silent_upstream_relay_is_closed_after_the_idle_timeout() {
+    let ca = TestCa::new("Consul CA 1");
+    let seen: Seen = Arc::default();
+    let cache = fake_upstream(&ca, ca.service_leaf("cache"), "cache-01", seen).await;
+    let limit = Duration::from_millis(300);
+    let knobs = Knobs {
+        tcp_idle_timeout: Some(limit),
+        ..Knobs::default()
+    };
+    let up = upstream(vec![target("cache", vec![ep(cache, "c1")])]);
+    let snap = snapshot(
+        &ca,
+        echo_app().await,
+        vec![],
+        DefaultPolicy::ALLOW,
+        knobs,
+        vec![up],
+    );
+    let (_tx, rx) = watch::channel(Some(Arc::new(snap)));
+    let dp = DataPlane::new(rx).start().await.unwrap();
+    let mut s = TcpStream::connect(dp.upstream_addr("cache").unwrap())
+        .await
+        .unwrap();
+    let mut name = [0u8; 8];
+    s.read_exact(&mut name).await.unwrap();
+    assert_eq!(echo_once(&mut s, b"hello").await.unwrap(), b"hello");
+    let quiet_since = tokio::time::Instant::now();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(limit * 10, s.read_to_end(&mut rest)).await;
+    assert!(
+        read.is_ok(),
+        "still open {:?} after the last byte",
+        limit * 10
+    );
+    assert!(rest.is_empty(), "{rest:?}");
+    let silent = quiet_since.elapsed();
+    assert!(
+        silent >= limit,
+        "closed after {silent:?}, before the {limit:?} timeout"
+    );
+}
+
 #[test]
 fn candidates_rotate_and_are_bounded() {
     let a: SocketAddr = "127.0.0.1:1".parse().unwrap();

@@ -61,6 +61,16 @@ scatter!(TcpStream);
 scatter!(UnixStream);
 impl SlotRead for tokio::io::DuplexStream {}
 
+impl<T: SlotRead + ?Sized> SlotRead for &mut T {
+    fn poll_read_slots(
+        &mut self,
+        cx: &mut Context<'_>,
+        slots: &mut [IoSliceMut<'_>],
+    ) -> Poll<io::Result<usize>> {
+        (**self).poll_read_slots(cx, slots)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Dir {
     Running,

@@ -1,10 +1,16 @@
-//! The connection idle timeout of the L7 listeners (Envoy's connection manager
-//! `common_http_protocol_options.idle_timeout`, 1 h by default, which Consul leaves unset): a
-//! connection on which no byte has moved for the timeout is closed, so an HTTP/2 caller that
-//! stalls inside a header block, or holds a connection with no stream open, cannot keep it for
-//! ever. Envoy counts from the end of the last stream; counting from the last byte is the same
-//! for an idle connection and never later for a stalled one (a stream silent that long has
-//! already met the shorter `stream_idle_timeout`).
+//! Connection idle timeouts: a connection on which no byte has moved for the timeout is closed.
+//!
+//! - L7 listeners: Envoy's connection manager `common_http_protocol_options.idle_timeout` (1 h
+//!   by default, which Consul leaves unset), so an HTTP/2 caller that stalls inside a header
+//!   block, or holds a connection with no stream open, cannot keep it for ever. Envoy counts
+//!   from the end of the last stream; counting from the last byte is the same for an idle
+//!   connection and never later for a stalled one (a stream silent that long has already met
+//!   the shorter `stream_idle_timeout`).
+//! - L4 relays: Envoy's `tcp_proxy` `idle_timeout` (1 h by default; Consul's
+//!   `makeTCPProxyFilter` sets none), the period in which no byte is sent or received on
+//!   either connection. Every byte of a relay passes through its local side (the application
+//!   on the public listener, the caller on an upstream listener), so that side is the one
+//!   tracked.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -14,6 +20,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
+
+use crate::tls::session::SlotRead;
 
 /// When a byte last moved on a [`Tracked`] stream.
 #[derive(Clone)]
@@ -116,5 +124,65 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl<S: SlotRead> SlotRead for Tracked<S> {
+    fn poll_read_slots(
+        &mut self,
+        cx: &mut Context<'_>,
+        slots: &mut [std::io::IoSliceMut<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let res = self.inner.poll_read_slots(cx, slots);
+        if matches!(res, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        res
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::poll_fn;
+    use std::io::IoSliceMut;
+
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    /// Reads through the relay's vectored path (`poll_read_slots`) count as activity, and the
+    /// timeout runs from the last of them (paused clock: exact).
+    #[tokio::test(start_paused = true)]
+    async fn slot_reads_postpone_the_timeout_to_a_limit_after_the_last_byte() {
+        let (near, mut far) = tokio::io::duplex(64);
+        let (mut tracked, activity) = track(near);
+        let start = Instant::now();
+        let limit = Duration::from_secs(10);
+        for _ in 0..3 {
+            tokio::time::sleep(Duration::from_secs(9)).await;
+            far.write_all(b"x").await.unwrap();
+            let mut buf = [0u8; 4];
+            let n = poll_fn(|cx| tracked.poll_read_slots(cx, &mut [IoSliceMut::new(&mut buf)]))
+                .await
+                .unwrap();
+            assert_eq!(n, 1);
+        }
+        activity.idle_for(limit).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(27) + limit);
+    }
+
+    /// Writes count too, and a stream that never moves a byte times out a limit after it was
+    /// wrapped.
+    #[tokio::test(start_paused = true)]
+    async fn writes_count_and_silence_from_the_start_times_out() {
+        let (near, _far) = tokio::io::duplex(64);
+        let (mut tracked, activity) = track(near);
+        let start = Instant::now();
+        let limit = Duration::from_secs(5);
+        activity.idle_for(limit).await;
+        assert_eq!(start.elapsed(), limit);
+        tracked.write_all(b"y").await.unwrap();
+        activity.idle_for(limit).await;
+        assert_eq!(start.elapsed(), limit * 2);
     }
 }
