@@ -15,7 +15,7 @@
 
 pub(crate) mod app;
 mod framing;
-mod idle;
+pub(crate) mod idle;
 pub(crate) mod reply;
 pub(crate) mod xfcc;
 

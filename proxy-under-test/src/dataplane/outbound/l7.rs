@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -24,7 +25,7 @@ use rand::Rng;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::dataplane::l7::app::{absolute, origin_form};
-use crate::dataplane::l7::{Body, reply};
+use crate::dataplane::l7::{Body, idle, reply};
 use crate::dataplane::{Shared, flag_set};
 use crate::route::retry::{Outcome, backoff};
 use crate::route::{DEFAULT_TIMEOUT, RequestView, TOTAL_WEIGHT, rewrite};
@@ -36,7 +37,7 @@ mod replay;
 pub(crate) mod state;
 
 use self::attempt::{Attempt, send};
-use self::replay::RequestBody;
+use self::replay::{BodyError, RequestBody};
 
 /// Serves one local connection of upstream `name` at `bind` as L7.
 pub(crate) async fn serve<S>(
@@ -100,7 +101,7 @@ struct Ctx {
 const RESET_TEXT: &str = "upstream connect error or disconnect/reset before headers";
 
 impl Ctx {
-    async fn handle(&self, mut req: Request<Incoming>) -> Result<Response<Body>, hyper::Error> {
+    async fn handle(&self, mut req: Request<Incoming>) -> Result<Response<Body>, BodyError> {
         let grpc = reply::is_grpc(req.headers());
         let local = |status, text| Ok(reply::local(grpc, status, text));
         let Some(snap) = self.pinned.clone().or_else(|| self.shared.current()) else {
@@ -133,7 +134,7 @@ async fn forward(
     up: &Upstream,
     req: Request<Incoming>,
     grpc: bool,
-) -> Result<Response<Body>, hyper::Error> {
+) -> Result<Response<Body>, BodyError> {
     let hooks = &snap.hooks;
     let local = |status, text| Ok(reply::local(grpc, status, text));
     let (mut parts, body) = req.into_parts();
@@ -191,10 +192,29 @@ async fn forward(
             .insert("x-envoy-overloaded", HeaderValue::from_static("true"));
         return Ok(resp);
     };
+    // Envoy's `stream_idle_timeout` (5 min by default; Consul sets none on the upstream
+    // listener's connection manager): a request body silent that long fails the request with
+    // `408 stream timeout`, as on the public listener.
+    let (body, expired) = match snap.knobs.stream_idle_timeout {
+        Some(limit) => {
+            let (b, expired) = idle::wrap(body, limit);
+            (b.boxed_unsync(), Some(expired))
+        }
+        None => (
+            body.map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { Box::new(e) })
+                .boxed_unsync(),
+            None,
+        ),
+    };
+    let stalled = || expired.as_ref().is_some_and(idle::Expired::happened);
     let retry = policy.and_then(|p| p.retry.as_ref());
     let max_retries = hooks.max_retries(retry.map_or(0, |r| r.num_retries));
     let body = if max_retries > 0 {
-        RequestBody::buffered(body).await?
+        match RequestBody::buffered(body).await {
+            Ok(b) => b,
+            Err(_) if stalled() => return Ok(body_stalled(&up.name, grpc)),
+            Err(e) => return Err(e),
+        }
     } else {
         RequestBody::Streaming(Some(body))
     };
@@ -292,7 +312,10 @@ async fn forward(
     };
     let mut resp = match resp {
         Ok(r) => r,
-        Err(attempt::Failure::Reset(e)) if h2 && attempt_no == 0 => return Err(e),
+        Err(attempt::Failure::Reset(_)) if stalled() => return Ok(body_stalled(&up.name, grpc)),
+        Err(attempt::Failure::Reset(e)) if h2 && attempt_no == 0 => {
+            return Err(BodyError(Box::new(e)));
+        }
         Err(attempt::Failure::Connect(e)) => {
             tracing::warn!(upstream = %up.name, error = %e, "upstream connect failure");
             return local(
@@ -317,6 +340,12 @@ async fn forward(
         resp.headers_mut().append(http::header::SET_COOKIE, c);
     }
     Ok(resp.map(|b| snap.hooks.response_body(b)))
+}
+
+/// The answer when the application stopped sending a request body for `stream_idle_timeout_ms`.
+fn body_stalled(upstream: &str, grpc: bool) -> Response<Body> {
+    tracing::info!(%upstream, "HTTP request abandoned: the application stopped sending its body");
+    idle::timed_out(grpc)
 }
 
 /// Removes the connection-specific headers a proxy does not forward.

@@ -9,6 +9,7 @@ use http_body_util::BodyExt;
 
 use super::pool::{Pool, Sender};
 use crate::dataplane::l7::Body;
+use crate::dataplane::l7::app::AppBody;
 use crate::snapshot::{Endpoint, Snapshot, Target};
 
 /// Where an attempt goes.
@@ -33,7 +34,7 @@ pub(super) enum Failure {
 /// Sends `req` as attempt `a`.
 pub(super) async fn send(
     a: Attempt<'_>,
-    mut req: Request<Body>,
+    mut req: Request<AppBody>,
 ) -> Result<Response<Body>, Failure> {
     for round in 0..2 {
         let sender = a

@@ -12,22 +12,21 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::Mutex;
 
 use super::super::dial;
-use crate::dataplane::l7::Body;
-use crate::dataplane::l7::app::handshake2;
+use crate::dataplane::l7::app::{AppBody, handshake2};
 use crate::snapshot::{Endpoint, Snapshot, Target};
 
 /// A connection to send one request on.
 pub(crate) enum Sender {
     /// HTTP/1.1.
-    H1(http1::SendRequest<Body>),
+    H1(http1::SendRequest<AppBody>),
     /// HTTP/2.
-    H2(http2::SendRequest<Body>),
+    H2(http2::SendRequest<AppBody>),
 }
 
 #[derive(Default)]
 struct Entry {
-    h1: Vec<http1::SendRequest<Body>>,
-    h2: Option<http2::SendRequest<Body>>,
+    h1: Vec<http1::SendRequest<AppBody>>,
+    h2: Option<http2::SendRequest<AppBody>>,
 }
 
 /// The pool.
@@ -104,7 +103,7 @@ impl Pool {
     pub(crate) async fn put_back(
         &self,
         snap_key: (&Target, &Endpoint),
-        sender: http1::SendRequest<Body>,
+        sender: http1::SendRequest<AppBody>,
     ) {
         let (target, ep) = snap_key;
         let key = format!(

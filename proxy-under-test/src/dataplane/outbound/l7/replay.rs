@@ -8,37 +8,43 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::HeaderMap;
 use http_body_util::BodyExt;
-use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::body::{Frame, SizeHint};
 
-use crate::dataplane::l7::Body;
+use crate::dataplane::l7::app::AppBody;
 
 /// A request body for one or more attempts.
 pub(super) enum RequestBody {
     /// Not read yet; only one attempt can carry it.
-    Streaming(Option<Incoming>),
+    Streaming(Option<AppBody>),
     /// Read whole.
     Buffered(Bytes, Option<HeaderMap>),
 }
 
+/// Why a request body could not be read (or a request not be sent): the caller's stream is
+/// reset with it.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub(super) struct BodyError(pub(super) Box<dyn std::error::Error + Send + Sync>);
+
 impl RequestBody {
     /// `body` read whole.
-    pub(super) async fn buffered(body: Incoming) -> Result<Self, hyper::Error> {
-        let c = body.collect().await?;
+    pub(super) async fn buffered(body: AppBody) -> Result<Self, BodyError> {
+        let c = body.collect().await.map_err(BodyError)?;
         let trailers = c.trailers().cloned();
         Ok(Self::Buffered(c.to_bytes(), trailers))
     }
 
     /// The body of the next attempt; `None` once a streamed body was used.
-    pub(super) fn next_attempt(&mut self) -> Option<Body> {
+    pub(super) fn next_attempt(&mut self) -> Option<AppBody> {
         match self {
-            Self::Streaming(b) => b.take().map(BodyExt::boxed),
+            Self::Streaming(b) => b.take(),
             Self::Buffered(data, trailers) => Some(
                 Replay {
                     data: (!data.is_empty()).then(|| data.clone()),
                     trailers: trailers.clone(),
                 }
                 .map_err(|never| match never {})
-                .boxed(),
+                .boxed_unsync(),
             ),
         }
     }

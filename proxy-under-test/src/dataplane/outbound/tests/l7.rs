@@ -31,7 +31,8 @@ use crate::testutil::h2::start_snap;
 use crate::testutil::*;
 
 /// An instance's app: answers `<name> <method> <path>` with `x-seen-<h>` for `x-route`/`x-gone`;
-/// paths containing `fail` answer 503 (counted), `slow` sleeps 1 s.
+/// paths containing `fail` answer 503 (counted), `slow` sleeps 1 s, `body` reads the whole
+/// request body first.
 async fn app(name: &'static str, hits: Arc<AtomicUsize>) -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
@@ -50,8 +51,12 @@ async fn app(name: &'static str, hits: Arc<AtomicUsize>) -> SocketAddr {
                         "{name} {} {path}",
                         req.method()
                     ))));
+                    let seen = req.headers().clone();
+                    if path.contains("body") && req.into_body().collect().await.is_err() {
+                        *resp.status_mut() = StatusCode::BAD_REQUEST;
+                    }
                     for h in ["x-route", "x-gone"] {
-                        if let Some(v) = req.headers().get(h) {
+                        if let Some(v) = seen.get(h) {
                             resp.headers_mut().insert(
                                 http::HeaderName::from_bytes(format!("x-seen-{h}").as_bytes())
                                     .unwrap(),
@@ -377,4 +382,47 @@ async fn half_a_request_head_cannot_hold_an_upstream_listener() {
         started.elapsed()
     );
     assert_eq!(v1.hits.load(Ordering::SeqCst), 0);
+}
+
+/// An application that stops sending a request body is answered `408 stream timeout` once
+/// `stream_idle_timeout_ms` passes (Envoy's `stream_idle_timeout`), on a streamed route (the
+/// body already on its way to the instance) and on a retried one (read whole first).
+#[tokio::test]
+async fn a_stalled_request_body_is_answered_408_by_an_upstream_listener() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ca = TestCa::new("Consul CA 1");
+    let (v1, v2) = (instance(&ca, "v1").await, instance(&ca, "v2").await);
+    let mut snap = web(
+        &ca,
+        &v1,
+        &v2,
+        &chain("resolver:v1"),
+        Limits::default(),
+        None,
+    );
+    let limit = Duration::from_millis(300);
+    snap.knobs.stream_idle_timeout = Some(limit);
+    let (_tx, rx) = watch::channel(Some(Arc::new(snap)));
+    let dp = DataPlane::new(rx).start().await.unwrap();
+    for path in ["/body", "/retry/body"] {
+        let mut tcp = TcpStream::connect(dp.upstream_addr("db").unwrap())
+            .await
+            .unwrap();
+        let head = format!("POST {path} HTTP/1.1\r\nhost: db\r\ncontent-length: 10\r\n\r\nabc");
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        let started = Instant::now();
+        let mut answer = Vec::new();
+        // Generous: the answer must come from the proxy's timer, not from this one.
+        let read =
+            tokio::time::timeout(Duration::from_secs(20), tcp.read_to_end(&mut answer)).await;
+        assert!(read.is_ok(), "{path}: no answer, connection still open");
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{path}: {answer}");
+        assert!(answer.ends_with("stream timeout"), "{path}: {answer}");
+        assert!(
+            started.elapsed() >= limit,
+            "{path}: answered before the timeout: {:?}",
+            started.elapsed()
+        );
+    }
 }
