@@ -67,6 +67,15 @@ impl Workers {
         self.handles.is_empty()
     }
 
+    /// Runs `fut` on the next worker.
+    pub fn spawn<F>(&self, fut: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.pick().spawn(fut)
+    }
+
     fn pick(&self) -> &Handle {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len();
         &self.handles[i]
