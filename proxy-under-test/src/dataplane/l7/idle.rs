@@ -21,7 +21,11 @@ use super::{Body, reply};
 pub(crate) struct IdleBody<B> {
     inner: B,
     limit: Duration,
-    timer: Pin<Box<Sleep>>,
+    /// When the last frame came (the wrap, to begin with).
+    last: Instant,
+    /// Armed only while a frame is awaited: a body that is already there (or has none) costs
+    /// no timer work.
+    timer: Option<Pin<Box<Sleep>>>,
     expired: Arc<AtomicBool>,
 }
 
@@ -42,7 +46,8 @@ pub(crate) fn wrap<B>(body: B, limit: Duration) -> (IdleBody<B>, Expired) {
     let body = IdleBody {
         inner: body,
         limit,
-        timer: Box::pin(tokio::time::sleep(limit)),
+        last: Instant::now(),
+        timer: None,
         expired: expired.0.clone(),
     };
     (body, expired)
@@ -68,17 +73,28 @@ where
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(frame) => {
-                let limit = this.limit;
-                this.timer.as_mut().reset(Instant::now() + limit);
+                this.last = Instant::now();
                 Poll::Ready(frame.map(|f| f.map_err(Into::into)))
             }
-            Poll::Pending => match this.timer.as_mut().poll(cx) {
-                Poll::Ready(()) => {
-                    this.expired.store(true, Ordering::Release);
-                    Poll::Ready(Some(Err(Box::new(BodyIdle(this.limit)))))
+            Poll::Pending => {
+                let due = this.last + this.limit;
+                let timer = match &mut this.timer {
+                    Some(t) => {
+                        if t.deadline() != due {
+                            t.as_mut().reset(due);
+                        }
+                        t
+                    }
+                    None => this.timer.insert(Box::pin(tokio::time::sleep_until(due))),
+                };
+                match timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => {
+                        this.expired.store(true, Ordering::Release);
+                        Poll::Ready(Some(Err(Box::new(BodyIdle(this.limit)))))
+                    }
+                    Poll::Pending => Poll::Pending,
                 }
-                Poll::Pending => Poll::Pending,
-            },
+            }
         }
     }
 
@@ -97,4 +113,72 @@ pub(crate) fn timed_out(grpc: bool) -> Response<Body> {
     resp.headers_mut()
         .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use http_body_util::BodyExt;
+    use tokio::sync::mpsc;
+
+    use super::*;
+
+    /// A body whose frames come from a channel.
+    struct Chan(mpsc::Receiver<Bytes>);
+
+    impl HttpBody for Chan {
+        type Data = Bytes;
+        type Error = Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            self.0.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
+        }
+    }
+
+    /// Frames postpone the timeout; silence ends the body with an error exactly a limit after
+    /// the last frame (paused clock).
+    #[tokio::test(start_paused = true)]
+    async fn silence_ends_the_body_a_limit_after_the_last_frame() {
+        let (tx, rx) = mpsc::channel(4);
+        let limit = Duration::from_secs(10);
+        let (mut body, expired) = wrap(Chan(rx), limit);
+        let start = Instant::now();
+        let feeder = tokio::spawn(async move {
+            for _ in 0..3 {
+                tokio::time::sleep(Duration::from_secs(9)).await;
+                tx.send(Bytes::from_static(b"x")).await.unwrap();
+            }
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        });
+        for _ in 0..3 {
+            assert!(body.frame().await.unwrap().unwrap().is_data());
+            assert!(!expired.happened());
+        }
+        let err = body.frame().await.unwrap().unwrap_err();
+        assert!(err.to_string().contains("idle"), "{err}");
+        assert!(expired.happened());
+        assert_eq!(start.elapsed(), Duration::from_secs(27) + limit);
+        feeder.abort();
+    }
+
+    /// A body that is complete when wrapped ends normally and never arms a timer.
+    #[tokio::test(start_paused = true)]
+    async fn a_complete_body_needs_no_timer() {
+        let (body, expired) = wrap(
+            http_body_util::Full::new(Bytes::from_static(b"whole")),
+            Duration::from_secs(1),
+        );
+        let mut body = body;
+        assert_eq!(
+            body.frame().await.unwrap().unwrap().into_data().unwrap(),
+            "whole"
+        );
+        assert!(body.frame().await.is_none());
+        assert!(body.timer.is_none());
+        assert!(!expired.happened());
+    }
 }
