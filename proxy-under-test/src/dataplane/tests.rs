@@ -316,26 +316,32 @@ async fn root_removal_closes_open_connection_and_rotation_keeps_it() {
     assert!(closed_within(&mut s, Duration::from_secs(2)).await);
 }
 
-#[tokio::test]
-async fn max_lifetime_closes_connections() {
+/// A data plane with `knobs` in front of an echo app (every caller allowed), and a caller's
+/// connection that has echoed once.
+async fn echoed_once(
+    knobs: Knobs,
+) -> (
+    watch::Sender<Option<Arc<Snapshot>>>,
+    RunningDataPlane,
+    tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+) {
     let ca = TestCa::new("Consul CA 1");
     let app = echo_app().await;
+    let snap = snapshot(&ca, app, vec![], DefaultPolicy::ALLOW, knobs, vec![]);
+    let (tx, dp) = start(snap).await;
+    let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
+    let mut s = connect(dp.inbound_addr(), cfg).await.unwrap();
+    assert_eq!(echo_once(&mut s, b"a").await.unwrap(), b"a");
+    (tx, dp, s)
+}
+
+#[tokio::test]
+async fn max_lifetime_closes_connections() {
     let knobs = Knobs {
         max_connection_lifetime: Some(Duration::from_millis(300)),
         ..Knobs::default()
     };
-    let (_tx, dp) = start(snapshot(
-        &ca,
-        app,
-        vec![],
-        DefaultPolicy::ALLOW,
-        knobs,
-        vec![],
-    ))
-    .await;
-    let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
-    let mut s = connect(dp.inbound_addr(), cfg).await.unwrap();
-    assert_eq!(echo_once(&mut s, b"a").await.unwrap(), b"a");
+    let (_tx, _dp, mut s) = echoed_once(knobs).await;
     assert!(closed_within(&mut s, Duration::from_secs(3)).await);
 }
 

@@ -8,22 +8,11 @@ use tokio::time::Instant;
 
 use super::*;
 
+/// How long after its last byte a caller's connection was closed (None: still open, and usable,
+/// after the wait), and the wait.
 async fn silent_for(knobs: Knobs) -> (Option<Duration>, Duration) {
-    let ca = TestCa::new("Consul CA 1");
-    let app = echo_app().await;
     let limit = knobs.tcp_idle_timeout;
-    let (_tx, dp) = start(snapshot(
-        &ca,
-        app,
-        vec![],
-        DefaultPolicy::ALLOW,
-        knobs,
-        vec![],
-    ))
-    .await;
-    let cfg = client_config(Some(&ca.service_leaf("web")), &ca.roots(), "db", false);
-    let mut s = connect(dp.inbound_addr(), cfg).await.unwrap();
-    assert_eq!(echo_once(&mut s, b"a").await.unwrap(), b"a");
+    let (_tx, _dp, mut s) = echoed_once(knobs).await;
     let quiet_since = Instant::now();
     let wait = limit.map_or(Duration::from_millis(600), |l| l * 10);
     let closed = closed_within(&mut s, wait).await;

@@ -344,42 +344,55 @@ fn consecutive_failures_eject_one_of_two_endpoints_until_the_ejection_ends() {
     assert_eq!(ports.len(), 2, "back after the ejection time");
 }
 
-/// An application that sends half a request head to an HTTP upstream listener is cut off once
-/// `request_headers_timeout_ms` passes, as on the public listener.
-#[tokio::test]
-async fn half_a_request_head_cannot_hold_an_upstream_listener() {
+/// The web side of [`web`] routing everything to `v1`, with its knobs changed by `edit`.
+async fn web_on_v1(
+    ca: &TestCa,
+    v1: &Instance,
+    v2: &Instance,
+    edit: impl FnOnce(&mut Knobs),
+) -> (watch::Sender<Option<Arc<Snapshot>>>, RunningDataPlane) {
+    let mut snap = web(ca, v1, v2, &chain("resolver:v1"), Limits::default(), None);
+    edit(&mut snap.knobs);
+    let (tx, rx) = watch::channel(Some(Arc::new(snap)));
+    (tx, DataPlane::new(rx).start().await.unwrap())
+}
+
+/// Sends `bytes` to the upstream listener and stops: what came back before the proxy closed
+/// the connection, and how long that took. Fails if it is still open after 20 s (generous: the
+/// close must come from the proxy's timer, not from this one).
+async fn stall(dp: &RunningDataPlane, bytes: &[u8]) -> (String, Duration) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let ca = TestCa::new("Consul CA 1");
-    let (v1, v2) = (instance(&ca, "v1").await, instance(&ca, "v2").await);
-    let mut snap = web(
-        &ca,
-        &v1,
-        &v2,
-        &chain("resolver:v1"),
-        Limits::default(),
-        None,
-    );
-    snap.knobs.request_headers_timeout = Duration::from_millis(300);
-    let (_tx, rx) = watch::channel(Some(Arc::new(snap)));
-    let dp = DataPlane::new(rx).start().await.unwrap();
     let mut tcp = TcpStream::connect(dp.upstream_addr("db").unwrap())
         .await
         .unwrap();
-    tcp.write_all(b"GET / HTTP/1.1\r\nhost: db\r\nx-slow: ")
-        .await
-        .unwrap();
+    tcp.write_all(bytes).await.unwrap();
     let started = Instant::now();
     let mut answer = Vec::new();
-    // Generous: the close must come from the proxy's timer, not from this one.
     let read = tokio::time::timeout(Duration::from_secs(20), tcp.read_to_end(&mut answer)).await;
     assert!(
         read.is_ok(),
         "the upstream listener still holds the connection"
     );
+    (
+        String::from_utf8_lossy(&answer).into_owned(),
+        started.elapsed(),
+    )
+}
+
+/// An application that sends half a request head to an HTTP upstream listener is cut off once
+/// `request_headers_timeout_ms` passes, as on the public listener.
+#[tokio::test]
+async fn half_a_request_head_cannot_hold_an_upstream_listener() {
+    let ca = TestCa::new("Consul CA 1");
+    let (v1, v2) = (instance(&ca, "v1").await, instance(&ca, "v2").await);
+    let (_tx, dp) = web_on_v1(&ca, &v1, &v2, |k| {
+        k.request_headers_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let (_, took) = stall(&dp, b"GET / HTTP/1.1\r\nhost: db\r\nx-slow: ").await;
     assert!(
-        started.elapsed() >= Duration::from_millis(250),
-        "closed before the timeout: {:?}",
-        started.elapsed()
+        took >= Duration::from_millis(250),
+        "closed before the timeout: {took:?}"
     );
     assert_eq!(v1.hits.load(Ordering::SeqCst), 0);
 }
@@ -389,40 +402,18 @@ async fn half_a_request_head_cannot_hold_an_upstream_listener() {
 /// body already on its way to the instance) and on a retried one (read whole first).
 #[tokio::test]
 async fn a_stalled_request_body_is_answered_408_by_an_upstream_listener() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let ca = TestCa::new("Consul CA 1");
     let (v1, v2) = (instance(&ca, "v1").await, instance(&ca, "v2").await);
-    let mut snap = web(
-        &ca,
-        &v1,
-        &v2,
-        &chain("resolver:v1"),
-        Limits::default(),
-        None,
-    );
     let limit = Duration::from_millis(300);
-    snap.knobs.stream_idle_timeout = Some(limit);
-    let (_tx, rx) = watch::channel(Some(Arc::new(snap)));
-    let dp = DataPlane::new(rx).start().await.unwrap();
+    let (_tx, dp) = web_on_v1(&ca, &v1, &v2, |k| k.stream_idle_timeout = Some(limit)).await;
     for path in ["/body", "/retry/body"] {
-        let mut tcp = TcpStream::connect(dp.upstream_addr("db").unwrap())
-            .await
-            .unwrap();
         let head = format!("POST {path} HTTP/1.1\r\nhost: db\r\ncontent-length: 10\r\n\r\nabc");
-        tcp.write_all(head.as_bytes()).await.unwrap();
-        let started = Instant::now();
-        let mut answer = Vec::new();
-        // Generous: the answer must come from the proxy's timer, not from this one.
-        let read =
-            tokio::time::timeout(Duration::from_secs(20), tcp.read_to_end(&mut answer)).await;
-        assert!(read.is_ok(), "{path}: no answer, connection still open");
-        let answer = String::from_utf8_lossy(&answer);
+        let (answer, took) = stall(&dp, head.as_bytes()).await;
         assert!(answer.starts_with("HTTP/1.1 408"), "{path}: {answer}");
         assert!(answer.ends_with("stream timeout"), "{path}: {answer}");
         assert!(
-            started.elapsed() >= limit,
-            "{path}: answered before the timeout: {:?}",
-            started.elapsed()
+            took >= limit,
+            "{path}: answered before the timeout: {took:?}"
         );
     }
 }
