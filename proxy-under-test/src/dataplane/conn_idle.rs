@@ -41,8 +41,11 @@ impl Activity {
         self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
     }
 
-    /// Resolves once no byte has moved for `limit`.
-    pub(crate) async fn idle_for(&self, limit: Duration) {
+    /// Resolves once no byte has moved for `limit`; never without a limit.
+    pub(crate) async fn idle_for(&self, limit: Option<Duration>) {
+        let Some(limit) = limit else {
+            return std::future::pending().await;
+        };
         loop {
             let due = self.last() + limit;
             if Instant::now() >= due {
@@ -167,7 +170,7 @@ mod tests {
                 .unwrap();
             assert_eq!(n, 1);
         }
-        activity.idle_for(limit).await;
+        activity.idle_for(Some(limit)).await;
         assert_eq!(start.elapsed(), Duration::from_secs(27) + limit);
     }
 
@@ -179,10 +182,10 @@ mod tests {
         let (mut tracked, activity) = track(near);
         let start = Instant::now();
         let limit = Duration::from_secs(5);
-        activity.idle_for(limit).await;
+        activity.idle_for(Some(limit)).await;
         assert_eq!(start.elapsed(), limit);
         tracked.write_all(b"y").await.unwrap();
-        activity.idle_for(limit).await;
+        activity.idle_for(Some(limit)).await;
         assert_eq!(start.elapsed(), limit * 2);
     }
 }

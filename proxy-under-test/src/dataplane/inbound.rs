@@ -328,7 +328,7 @@ where
     let copy = async {
         tokio::select! {
             _ = session::relay(&mut tls, &mut app) => {}
-            () = activity.idle_for(idle.unwrap_or_default()), if idle.is_some() => {
+            () = activity.idle_for(idle) => {
                 tracing::info!(peer = %peer.addr, source = %peer.id, idle = ?idle.unwrap_or_default(), "inbound connection closed: idle (tcp_idle_timeout_ms)");
             }
         }

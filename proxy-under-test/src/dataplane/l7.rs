@@ -119,14 +119,9 @@ impl Forwarder {
             .and_then(|own| self.xfcc.get(own, &self.peer.chain));
         xfcc::apply(req.headers_mut(), element.as_ref());
         let (req, body) = framing::watch(req);
-        let (req, idle) = match snap.knobs.inbound_idle_timeout() {
-            Some(limit) => {
-                let (parts, b) = req.into_parts();
-                let (b, expired) = idle::wrap(b, limit);
-                (Request::from_parts(parts, b.boxed_unsync()), Some(expired))
-            }
-            None => (req.map(|b| b.map_err(Into::into).boxed_unsync()), None),
-        };
+        let (parts, b) = req.into_parts();
+        let (b, idle) = idle::limit(b, snap.knobs.inbound_idle_timeout());
+        let req = Request::from_parts(parts, b);
         let sent = match snap.knobs.local_request_timeout {
             None => self.app.send(&snap, req).await,
             Some(limit) => match tokio::time::timeout(limit, self.app.send(&snap, req)).await {
@@ -146,7 +141,7 @@ impl Forwarder {
         };
         match sent {
             Ok(resp) => Ok(resp.map(|b| response_body(&snap, b))),
-            Err(AppError::Request(e)) if idle.as_ref().is_some_and(idle::Expired::happened) => {
+            Err(AppError::Request(e)) if idle.happened() => {
                 self.app.forget().await;
                 tracing::info!(error = %e, "HTTP request abandoned: the caller stopped sending its body");
                 Ok(idle::timed_out(grpc))
@@ -278,7 +273,7 @@ pub(crate) async fn serve(
     let conn = async move {
         tokio::select! {
             _ = conn => {}
-            () = activity.idle_for(idle.unwrap_or_default()), if idle.is_some() => {
+            () = activity.idle_for(idle) => {
                 tracing::debug!(peer = %peer_addr, "L7 connection idle: closed");
             }
         }

@@ -228,7 +228,7 @@ pub(crate) async fn splice_tls<C>(
     tokio::select! {
         _ = session::relay(remote, &mut tcp) => {}
         _ = flag_set(&mut kill) => {}
-        () = activity.idle_for(idle.unwrap_or_default()), if idle.is_some() => idle_closed(idle),
+        () = activity.idle_for(idle) => idle_closed(idle),
     }
 }
 
@@ -248,7 +248,7 @@ pub(crate) async fn splice<C, S>(
     tokio::select! {
         _ = tokio::io::copy_bidirectional_with_sizes(&mut tcp, remote, COPY_BUF, COPY_BUF) => {}
         _ = flag_set(&mut kill) => {}
-        () = activity.idle_for(idle.unwrap_or_default()), if idle.is_some() => idle_closed(idle),
+        () = activity.idle_for(idle) => idle_closed(idle),
     }
 }
 

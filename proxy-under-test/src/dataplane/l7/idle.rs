@@ -12,9 +12,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
+use http_body_util::BodyExt;
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
+use super::app::AppBody;
 use super::{Body, reply};
 
 /// A request body that fails once it has been silent for `limit`.
@@ -40,8 +42,24 @@ impl Expired {
     }
 }
 
+/// `body` as the application clients send it, failing after `limit` without a frame (never,
+/// without a limit); whether it did.
+pub(crate) fn limit<B>(body: B, limit: Option<Duration>) -> (AppBody, Expired)
+where
+    B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    match limit {
+        Some(limit) => {
+            let (b, expired) = wrap(body, limit);
+            (b.boxed_unsync(), expired)
+        }
+        None => (body.map_err(Into::into).boxed_unsync(), Expired::default()),
+    }
+}
+
 /// `body`, failing after `limit` without a frame.
-pub(crate) fn wrap<B>(body: B, limit: Duration) -> (IdleBody<B>, Expired) {
+fn wrap<B>(body: B, limit: Duration) -> (IdleBody<B>, Expired) {
     let expired = Expired::default();
     let body = IdleBody {
         inner: body,

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use http::{HeaderValue, Request, Response, StatusCode};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -83,7 +82,7 @@ pub(crate) async fn serve<S>(
     tokio::select! {
         res = conn => if let Err(e) = res { tracing::debug!(error = %e, "upstream HTTP connection ended") },
         () = flag_set(&mut kill) => {}
-        () = activity.idle_for(idle.unwrap_or_default()), if idle.is_some() => {
+        () = activity.idle_for(idle) => {
             tracing::debug!("upstream HTTP connection idle: closed");
         }
     }
@@ -195,18 +194,8 @@ async fn forward(
     // Envoy's `stream_idle_timeout` (5 min by default; Consul sets none on the upstream
     // listener's connection manager): a request body silent that long fails the request with
     // `408 stream timeout`, as on the public listener.
-    let (body, expired) = match snap.knobs.stream_idle_timeout {
-        Some(limit) => {
-            let (b, expired) = idle::wrap(body, limit);
-            (b.boxed_unsync(), Some(expired))
-        }
-        None => (
-            body.map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { Box::new(e) })
-                .boxed_unsync(),
-            None,
-        ),
-    };
-    let stalled = || expired.as_ref().is_some_and(idle::Expired::happened);
+    let (body, expired) = idle::limit(body, snap.knobs.stream_idle_timeout);
+    let stalled = || expired.happened();
     let retry = policy.and_then(|p| p.retry.as_ref());
     let max_retries = hooks.max_retries(retry.map_or(0, |r| r.num_retries));
     let body = if max_retries > 0 {
