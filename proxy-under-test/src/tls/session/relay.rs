@@ -37,6 +37,12 @@ pub(crate) trait SlotRead: AsyncRead + AsyncWrite + Unpin {
     }
 }
 
+/// A `readv` that filled less than the slots drained the socket's receive queue (a stream
+/// socket returns short only when nothing more is queued), so the socket's readiness is cleared
+/// with it, as tokio's own `poll_read` does: the next read waits for epoll's next edge instead
+/// of making a `readv` that can only answer `EAGAIN` (one system call less per message on a
+/// request/response stream). A readiness event that arrived meanwhile is kept (tokio clears
+/// only the event it read before the call).
 macro_rules! scatter {
     ($t:ty) => {
         impl SlotRead for $t {
@@ -45,9 +51,23 @@ macro_rules! scatter {
                 cx: &mut Context<'_>,
                 slots: &mut [IoSliceMut<'_>],
             ) -> Poll<io::Result<usize>> {
+                let room: usize = slots.iter().map(|s| s.len()).sum();
                 loop {
                     ready!(self.poll_read_ready(cx))?;
-                    match self.try_read_vectored(slots) {
+                    let mut short = 0;
+                    let read = self.try_io(tokio::io::Interest::READABLE, || {
+                        let n = self.try_read_vectored(slots)?;
+                        if n > 0 && n < room {
+                            // Reported as `WouldBlock` so that `try_io` clears the readiness.
+                            short = n;
+                            return Err(io::ErrorKind::WouldBlock.into());
+                        }
+                        Ok(n)
+                    });
+                    match read {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock && short > 0 => {
+                            return Poll::Ready(Ok(short));
+                        }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                         other => return Poll::Ready(other),
                     }

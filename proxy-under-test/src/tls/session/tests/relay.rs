@@ -199,3 +199,35 @@ trait AwaitBoth: Future + Sized {
     }
 }
 impl<F: Future> AwaitBoth for F {}
+
+/// A scattered read that fills less than its slots clears the socket's readiness (the next
+/// read waits for epoll's next edge instead of making a `readv` bound to answer `EAGAIN`); one
+/// that fills them keeps it (more may be queued); bytes arriving later are read either way.
+#[tokio::test]
+async fn a_short_scattered_read_waits_for_the_next_edge_and_a_full_one_does_not() {
+    use crate::tls::session::SlotRead;
+    use std::io::IoSliceMut;
+    use std::task::{Context, Waker};
+
+    let (mut ours, mut theirs) = tcp_pair().await;
+    let mut buf = [0u8; 64];
+    for (sent, cleared) in [
+        (&b"hello"[..], true),
+        (&[7u8; 64][..], false),
+        (b"world", true),
+    ] {
+        theirs.write_all(sent).await.unwrap();
+        let n =
+            std::future::poll_fn(|cx| ours.poll_read_slots(cx, &mut [IoSliceMut::new(&mut buf)]))
+                .await
+                .unwrap();
+        assert_eq!(&buf[..n], sent);
+        let ready = ours.poll_read_ready(&mut Context::from_waker(Waker::noop()));
+        assert_eq!(
+            ready.is_pending(),
+            cleared,
+            "after reading {} bytes",
+            sent.len()
+        );
+    }
+}
