@@ -1,6 +1,7 @@
 //! Interleaved rounds: in every round each phase runs on every path back to back (the path order
-//! rotates from round to round), so the paths of a round share the machine's background load;
-//! each phase records its figures and, for proxied paths, the CPU seconds its processes used.
+//! rotates from round to round, and each phase waits for the machine to settle from the last),
+//! so the paths of a round share the machine's background load; each phase records its figures
+//! and, for proxied paths, the CPU seconds its processes used.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -99,10 +100,12 @@ pub(crate) async fn run(
         );
         let order: Vec<usize> = (0..n).map(|i| (i + round) % n).collect();
         for &i in order.iter().filter(|_| on("L4 throughput")) {
+            settled(&paths[i], "L4 throughput").await;
             l4_throughput(&paths[i], i, dur, sheet).await?;
         }
         for &i in order.iter().filter(|_| on("L4 round trip")) {
             let p = &paths[i];
+            settled(p, "L4 round trip").await;
             let mut rt = l4::round_trips(p.entry["tcp"], dur)
                 .await
                 .with_context(|| format!("{}: round trips", p.label))?;
@@ -123,6 +126,7 @@ pub(crate) async fn run(
         }
         for &i in order.iter().filter(|_| on("L4 new connections")) {
             let p = &paths[i];
+            settled(p, "L4 new connections").await;
             let cpu0 = p.cpu("tcp");
             let (count, secs) = l4::connections(p.entry["tcp"], dur)
                 .await
@@ -148,11 +152,22 @@ pub(crate) async fn run(
         }
         for ph in l7_phases().into_iter().filter(|ph| on(ph.name)) {
             for &i in &order {
+                settled(&paths[i], ph.name).await;
                 l7_phase(&paths[i], i, &ph, dur, sheet, splits).await?;
             }
         }
     }
     Ok(())
+}
+
+/// Lets the machine settle before a phase ([`crate::procs::settle`]); says so when it did not.
+async fn settled(p: &Path<'_>, phase: &str) {
+    if !crate::procs::settle().await {
+        eprintln!(
+            "{}: {phase}: the machine was still busy 2 s after the previous phase; measuring anyway",
+            p.label
+        );
+    }
 }
 
 async fn l4_throughput(
