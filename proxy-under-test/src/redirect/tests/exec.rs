@@ -2,16 +2,24 @@
 //! not-permitted errors, and the exact command sequences of `apply` and `remove` (the real
 //! kernel is exercised by `tests/redirect.rs`).
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::super::*;
 
-/// Writes an executable `iptables` shell script with `body` into `dir`.
+/// Writes an executable `iptables` shell script with `body` into `dir`. A child process writes
+/// it, not this one: a file this process holds open for writing is inherited by any child that
+/// another test thread forks meanwhile, and running the script then fails with "Text file
+/// busy" (`ETXTBSY`) until that child has called `exec` (seen once in CI, as a `failed` where
+/// `not-permitted` was expected).
 fn script(dir: &Path, body: &str) -> PathBuf {
     let path = dir.join("iptables");
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let written = std::process::Command::new("/bin/sh")
+        .args(["-c", r#"printf '%s\n' "$1" > "$2" && chmod 755 "$2""#, "sh"])
+        .arg(format!("#!/bin/sh\n{body}"))
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(written.success(), "writing {}", path.display());
     path
 }
 
