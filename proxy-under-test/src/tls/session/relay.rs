@@ -64,10 +64,10 @@ macro_rules! scatter {
                         }
                         Ok(n)
                     });
+                    if short > 0 {
+                        return Poll::Ready(Ok(short));
+                    }
                     match read {
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock && short > 0 => {
-                            return Poll::Ready(Ok(short));
-                        }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                         other => return Poll::Ready(other),
                     }
